@@ -1,0 +1,145 @@
+/**
+ * kairos.v1.JobService over gRPC: converts messages to the plain requests that
+ * job-commands validates (so gRPC and REST accept and reject the same things)
+ * and renders views as messages. Errors: errors.ts's table; the offending
+ * field travels in the `kairos-field` trailing metadata entry.
+ */
+import { Metadata, type ServerErrorResponse, type sendUnaryData } from '@grpc/grpc-js';
+import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type { Logger } from 'pino';
+import {
+  JobState,
+  MisfirePolicy,
+  RunOutcome,
+  type GrpcServiceImplementation,
+  type JobService,
+  type ServiceMethods,
+} from '@kairos/proto';
+import type { Dispatcher } from '../dispatch/dispatcher';
+import { ERROR_TABLE, toApiError } from './errors';
+import type { JobCommands, JobView, RunView } from './job-commands';
+
+const NAMESPACE = 'default';
+
+type Impl = GrpcServiceImplementation<ServiceMethods<typeof JobService>>;
+
+export function jobServiceImplementation(deps: { commands: JobCommands; dispatcher: Dispatcher; logger: Logger }): Impl {
+  const { commands, logger } = deps;
+
+  function unary<Req, Res>(work: (request: Req) => Promise<Res>) {
+    return (call: { request: Req }, callback: sendUnaryData<Res>) => {
+      work(call.request).then(
+        (response) => callback(null, response),
+        (error: unknown) => {
+          const apiError = toApiError(error, (cause) => logger.error({ err: cause }, 'gRPC request failed'));
+          const metadata = new Metadata();
+          if (apiError.field) metadata.set('kairos-field', apiError.field);
+          const grpcError: ServerErrorResponse = Object.assign(new Error(apiError.message), {
+            code: ERROR_TABLE[apiError.kind].grpc,
+            details: apiError.message,
+            metadata,
+          });
+          callback(grpcError, null);
+        },
+      );
+    };
+  }
+
+  return {
+    createJob: unary(async (req) => {
+      const body: Record<string, unknown> = { task: req.task };
+      if (req.when.case === 'runAt') body.runAt = timestampDate(req.when.value).toISOString();
+      if (req.when.case === 'schedule') body.schedule = req.when.value;
+      if (req.timezone) body.timezone = req.timezone;
+      if (req.payload) body.payload = req.payload;
+      if (req.name) body.name = req.name;
+      if (req.maxAttempts) body.maxAttempts = req.maxAttempts;
+      if (req.timeoutSeconds) body.timeoutSeconds = req.timeoutSeconds;
+      if (req.misfirePolicy === MisfirePolicy.SKIP) body.misfirePolicy = 'skip';
+      if (req.misfirePolicy === MisfirePolicy.FIRE_ONCE) body.misfirePolicy = 'fire-once';
+      if (req.idempotencyKey) body.idempotencyKey = req.idempotencyKey;
+      const result = await commands.create(NAMESPACE, body);
+      return { jobId: result.job.jobId, created: result.created };
+    }),
+    getJob: unary(async (req) => ({ job: toJobMessage(await commands.get(NAMESPACE, req.jobId)) })),
+    listJobs: unary(async (req) => {
+      const query: Record<string, unknown> = {};
+      if (req.state !== JobState.UNSPECIFIED) query.state = JobState[req.state];
+      if (req.task) query.task = req.task;
+      if (req.limit) query.limit = req.limit;
+      if (req.cursor) query.cursor = req.cursor;
+      const page = await commands.list(NAMESPACE, query);
+      return { jobs: page.jobs.map(toJobMessage), nextCursor: page.nextCursor ?? '' };
+    }),
+    cancelJob: unary(async (req) => {
+      await commands.cancel(NAMESPACE, req.jobId);
+      return {};
+    }),
+    pauseJob: unary(async (req) => ({ job: toJobMessage(await commands.pause(NAMESPACE, req.jobId)) })),
+    resumeJob: unary(async (req) => ({ job: toJobMessage(await commands.resume(NAMESPACE, req.jobId)) })),
+    triggerJob: unary(async (req) => ({ job: toJobMessage(await commands.trigger(NAMESPACE, req.jobId)) })),
+    listRuns: unary(async (req) => {
+      const page = await commands.runs(NAMESPACE, req.jobId, {
+        ...(req.limit ? { limit: Math.min(req.limit, 1000) } : {}),
+        ...(req.cursor ? { cursor: req.cursor } : {}),
+      });
+      return { runs: page.runs.map(toRunMessage), nextCursor: page.nextCursor ?? '' };
+    }),
+    listAgents: unary(async () => ({
+      agents: deps.dispatcher.agents().map((agent) => ({
+        agentId: agent.agentId,
+        tasks: agent.tasks,
+        capacity: agent.capacity,
+        inFlight: agent.inFlight,
+        connectedAt: timestampFromDate(new Date(agent.connectedAt)),
+        ...(agent.lastHeartbeatAt ? { lastHeartbeatAt: timestampFromDate(new Date(agent.lastHeartbeatAt)) } : {}),
+        draining: agent.draining,
+        version: agent.version,
+        coordinatorId: agent.coordinatorId,
+      })),
+    })),
+  } as Impl;
+}
+
+function ts(iso: string | null) {
+  return iso ? timestampFromDate(new Date(iso)) : undefined;
+}
+
+function toJobMessage(job: JobView) {
+  return {
+    id: job.jobId,
+    namespace: job.namespace,
+    name: job.name ?? '',
+    task: job.task,
+    when: job.schedule
+      ? { case: 'schedule' as const, value: job.schedule }
+      : { case: 'runAt' as const, value: timestampFromDate(new Date(job.runAt!)) },
+    timezone: job.timezone,
+    payload: (job.payload ?? {}) as Record<string, never>,
+    state: JobState[job.state],
+    nextRunAt: ts(job.nextRunAt),
+    attempt: job.attempt,
+    maxAttempts: job.maxAttempts,
+    timeoutSeconds: job.timeoutSeconds === null ? 0 : Math.ceil(job.timeoutSeconds),
+    misfirePolicy: job.misfirePolicy === 'skip' ? MisfirePolicy.SKIP : MisfirePolicy.FIRE_ONCE,
+    idempotencyKey: job.idempotencyKey ?? '',
+    leaseGeneration: BigInt(job.leaseGeneration),
+    createdAt: ts(job.createdAt),
+    updatedAt: ts(job.updatedAt),
+  };
+}
+
+function toRunMessage(run: RunView) {
+  return {
+    runId: run.runId,
+    jobId: run.jobId,
+    attempt: run.attempt,
+    leaseGeneration: BigInt(run.leaseGeneration ?? 0),
+    scheduledFor: ts(run.scheduledFor),
+    startedAt: ts(run.startedAt),
+    finishedAt: ts(run.finishedAt),
+    outcome: RunOutcome[run.outcome],
+    workerId: run.workerId ?? '',
+    error: run.error ?? '',
+  };
+}

@@ -1,0 +1,214 @@
+/**
+ * What the job API does, independent of transport: REST (rest.ts) and gRPC
+ * (grpc-jobs.ts) parse their requests into these calls and render the results.
+ * Expected refusals leave here as ApiError with the kind that errors.ts maps.
+ */
+import type { JobRecord, RunRecord, Store } from '@kairos/store';
+import { ApiError } from './errors';
+import { parseCreateJob, parseListJobs } from './validation';
+
+export interface JobView {
+  jobId: string;
+  namespace: string;
+  name: string | null;
+  task: string;
+  schedule: string | null;
+  runAt: string | null;
+  timezone: string;
+  payload: unknown;
+  state: JobRecord['state'];
+  /** When the job may next start (an occurrence, or a retry time); null when finished. */
+  nextRunAt: string | null;
+  /** The schedule occurrence the pending or running attempt serves. */
+  occurrenceAt: string | null;
+  attempt: number;
+  maxAttempts: number;
+  timeoutSeconds: number | null;
+  misfirePolicy: JobRecord['misfirePolicy'];
+  idempotencyKey: string | null;
+  leaseGeneration: number;
+  leaseOwner: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface RunView {
+  runId: string;
+  jobId: string;
+  attempt: number;
+  leaseGeneration: number | null;
+  scheduledFor: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  outcome: RunRecord['outcome'];
+  workerId: string | null;
+  error: string | null;
+}
+
+export interface JobCommands {
+  create(namespace: string, body: unknown): Promise<{ created: boolean; job: JobView }>;
+  get(namespace: string, jobId: string): Promise<JobView>;
+  list(namespace: string, query: Record<string, unknown>): Promise<{ jobs: JobView[]; nextCursor: string | null }>;
+  cancel(namespace: string, jobId: string): Promise<void>;
+  pause(namespace: string, jobId: string): Promise<JobView>;
+  resume(namespace: string, jobId: string): Promise<JobView>;
+  trigger(namespace: string, jobId: string): Promise<JobView>;
+  runs(namespace: string, jobId: string, options?: { limit?: number; cursor?: string }): Promise<{ runs: RunView[]; nextCursor: string | null }>;
+}
+
+/** `onJobsDue` pokes the local dispatcher when a change may have made a job due sooner. */
+export function jobCommands(store: Store, onJobsDue: () => void): JobCommands {
+  async function mustGet(namespace: string, jobId: string): Promise<JobView> {
+    const job = await store.jobs.get(namespace, jobId);
+    if (!job) throw notFound(jobId);
+    return jobView(job);
+  }
+
+  async function control(
+    namespace: string,
+    jobId: string,
+    verb: 'pause' | 'resume' | 'trigger',
+  ): Promise<JobView> {
+    const result = await store.lease[verb](namespace, jobId);
+    switch (result.kind) {
+      case 'done':
+        if (verb !== 'pause') onJobsDue();
+        return mustGet(namespace, jobId);
+      case 'not-found':
+        throw notFound(jobId);
+      case 'conflict':
+        throw new ApiError('failed_precondition', `cannot ${verb} a job that is ${result.state}`, undefined, {
+          state: result.state,
+        });
+      default:
+        return assertNever(result);
+    }
+  }
+
+  return {
+    async create(namespace, body) {
+      const input = parseCreateJob(body);
+      const result = await store.jobs.create({ namespace, ...input });
+      switch (result.kind) {
+        case 'created':
+          onJobsDue();
+          return { created: true, job: jobView(result.job) };
+        case 'existing':
+          return { created: false, job: jobView(result.job) };
+        case 'conflict':
+          throw new ApiError(
+            'already_exists',
+            `idempotencyKey was already used for a different request (job ${result.jobId})`,
+            'idempotencyKey',
+            { jobId: result.jobId },
+          );
+        default:
+          return assertNever(result);
+      }
+    },
+    get: mustGet,
+    async list(namespace, query) {
+      const filter = parseListJobs(query);
+      const page = await store.jobs.list(namespace, {
+        limit: filter.limit,
+        ...(filter.state ? { state: filter.state } : {}),
+        ...(filter.task ? { task: filter.task } : {}),
+        ...(filter.cursor ? { after: filter.cursor } : {}),
+      });
+      return { jobs: page.jobs.map(jobView), nextCursor: page.nextAfter };
+    },
+    async cancel(namespace, jobId) {
+      const result = await store.lease.cancel(namespace, jobId);
+      switch (result.kind) {
+        case 'cancelled':
+        case 'already-cancelled':
+          return;
+        case 'not-found':
+          throw notFound(jobId);
+        case 'claimed':
+          throw new ApiError(
+            'failed_precondition',
+            `job is claimed by ${result.leaseOwner ?? 'an agent'} (run ${result.runId ?? '?'}, fencing token ${result.leaseGeneration}): it is running or about to run, so it cannot be cancelled`,
+            undefined,
+            {
+              state: 'CLAIMED',
+              runId: result.runId === null ? null : String(result.runId),
+              leaseOwner: result.leaseOwner,
+              leaseGeneration: result.leaseGeneration,
+              leaseUntil: result.leaseUntil?.toISOString() ?? null,
+            },
+          );
+        case 'finished':
+          throw new ApiError('failed_precondition', `job already finished (${result.state})`, undefined, {
+            state: result.state,
+          });
+        default:
+          return assertNever(result);
+      }
+    },
+    pause: (namespace, jobId) => control(namespace, jobId, 'pause'),
+    resume: (namespace, jobId) => control(namespace, jobId, 'resume'),
+    trigger: (namespace, jobId) => control(namespace, jobId, 'trigger'),
+    async runs(namespace, jobId, options = {}) {
+      const limit = options.limit ?? 1000;
+      const after = options.cursor !== undefined ? Number(options.cursor) : 0;
+      if (!Number.isInteger(after) || after < 0) throw new ApiError('invalid_argument', 'cursor is not valid', 'cursor');
+      const runs = await store.runs.list(namespace, jobId, { limit: limit + 1, afterRunId: after });
+      if (runs === null) throw notFound(jobId);
+      const page = runs.slice(0, limit);
+      return { runs: page.map(runView), nextCursor: runs.length > limit ? String(page[page.length - 1]!.runId) : null };
+    },
+  };
+}
+
+function notFound(jobId: string): ApiError {
+  return new ApiError('not_found', `job ${jobId} not found`);
+}
+
+function iso(date: Date | null): string | null {
+  return date ? date.toISOString() : null;
+}
+
+export function jobView(job: JobRecord): JobView {
+  return {
+    jobId: job.id,
+    namespace: job.namespace,
+    name: job.name,
+    task: job.task,
+    schedule: job.schedule,
+    runAt: iso(job.runAt),
+    timezone: job.timezone,
+    payload: job.payload,
+    state: job.state,
+    nextRunAt: iso(job.nextRunAt),
+    occurrenceAt: iso(job.occurrenceAt),
+    attempt: job.attempt,
+    maxAttempts: job.maxAttempts,
+    timeoutSeconds: job.timeoutMs === null ? null : job.timeoutMs / 1000,
+    misfirePolicy: job.misfirePolicy,
+    idempotencyKey: job.idempotencyKey,
+    leaseGeneration: job.leaseGeneration,
+    leaseOwner: job.leaseOwner,
+    createdAt: job.createdAt.toISOString(),
+    updatedAt: job.updatedAt.toISOString(),
+  };
+}
+
+export function runView(run: RunRecord): RunView {
+  return {
+    runId: String(run.runId),
+    jobId: run.jobId,
+    attempt: run.attempt,
+    leaseGeneration: run.leaseGeneration,
+    scheduledFor: run.scheduledFor.toISOString(),
+    startedAt: iso(run.startedAt),
+    finishedAt: iso(run.finishedAt),
+    outcome: run.outcome,
+    workerId: run.workerId,
+    error: run.error,
+  };
+}
+
+export function assertNever(value: never): never {
+  throw new Error(`unexpected value ${JSON.stringify(value)}`);
+}

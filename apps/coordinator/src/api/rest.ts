@@ -1,0 +1,83 @@
+/**
+ * The JSON REST API (DESIGN.md's table), on fastify. Handlers parse, call
+ * job-commands and render; every error goes through errors.ts.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import type { Logger } from 'pino';
+import type { Dispatcher } from '../dispatch/dispatcher';
+import type { Metrics } from '../metrics';
+import { ApiError, ERROR_TABLE, errorBody, toApiError } from './errors';
+import type { JobCommands } from './job-commands';
+import { LIMITS } from './validation';
+
+const NAMESPACE = 'default';
+
+export function createRestServer(deps: {
+  commands: JobCommands;
+  dispatcher: Dispatcher;
+  metrics: Metrics;
+  logger: Logger;
+  ready: () => Promise<boolean>;
+}): FastifyInstance {
+  const { commands, logger } = deps;
+  const app = Fastify({
+    // Per-request lines are logged at info by fastify; keep them out of the JSON log.
+    loggerInstance: logger.child({ component: 'rest' }, { level: 'warn' }) as FastifyBaseLogger,
+    // Generous for the body envelope; the payload itself is capped at LIMITS.payloadBytes.
+    bodyLimit: LIMITS.payloadBytes * 2,
+  });
+
+  app.setErrorHandler((error, _request, reply) => {
+    const fastifyError = error as { statusCode?: number; code?: string; message?: string };
+    if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return send(reply, new ApiError('payload_too_large', `request body exceeds ${LIMITS.payloadBytes * 2} bytes`, 'body'));
+    }
+    if (fastifyError.statusCode === 400 || fastifyError.code?.startsWith('FST_ERR_CTP')) {
+      return send(reply, new ApiError('invalid_argument', `request body is not valid JSON: ${fastifyError.message}`, 'body'));
+    }
+    return send(reply, toApiError(error, (cause) => logger.error({ err: cause }, 'request failed')));
+  });
+  app.setNotFoundHandler((request, reply) =>
+    send(reply, new ApiError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`)),
+  );
+
+  app.post('/jobs', async (request, reply) => {
+    const result = await commands.create(NAMESPACE, request.body);
+    return reply.code(result.created ? 201 : 200).send({ jobId: result.job.jobId, job: result.job });
+  });
+  app.get<{ Params: { id: string } }>('/jobs/:id', async (request) => commands.get(NAMESPACE, request.params.id));
+  app.get<{ Querystring: Record<string, unknown> }>('/jobs', async (request) => commands.list(NAMESPACE, request.query));
+  app.delete<{ Params: { id: string } }>('/jobs/:id', async (request, reply) => {
+    await commands.cancel(NAMESPACE, request.params.id);
+    return reply.code(204).send();
+  });
+  app.get<{ Params: { id: string }; Querystring: { limit?: string; cursor?: string } }>('/jobs/:id/runs', async (request) => {
+    const limit = request.query.limit === undefined ? undefined : Number(request.query.limit);
+    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 1000)) {
+      throw new ApiError('invalid_argument', 'limit must be an integer from 1 to 1000', 'limit');
+    }
+    const page = await commands.runs(NAMESPACE, request.params.id, {
+      ...(limit ? { limit } : {}),
+      ...(request.query.cursor ? { cursor: request.query.cursor } : {}),
+    });
+    return page.runs;
+  });
+  for (const verb of ['pause', 'resume', 'trigger'] as const) {
+    app.post<{ Params: { id: string } }>(`/jobs/:id/${verb}`, async (request) => commands[verb](NAMESPACE, request.params.id));
+  }
+  app.get('/agents', async () => deps.dispatcher.agents());
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    const ok = await deps.ready();
+    return reply.code(ok ? 200 : 503).send({ status: ok ? 'ready' : 'database unreachable' });
+  });
+  app.get('/metrics', async (_request, reply) => {
+    const text = await deps.metrics.registry.metrics();
+    return reply.type(deps.metrics.registry.contentType).send(text);
+  });
+  return app;
+}
+
+function send(reply: FastifyReply, error: ApiError) {
+  return reply.code(ERROR_TABLE[error.kind].http).send(errorBody(error));
+}

@@ -1,0 +1,207 @@
+/**
+ * Validation of client requests, shared by REST and gRPC: both turn their
+ * request into the same plain object and call `parseCreateJob`, so a request
+ * is accepted or rejected the same way whichever transport carried it.
+ * Failures name the field at fault; nothing is written before validation passes.
+ */
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import {
+  parseCron,
+  parseMisfirePolicy,
+  parseRunAt,
+  ScheduleValidationError,
+  validateTimezone,
+  type CronSchedule,
+  type MisfirePolicy,
+} from '@kairos/schedule';
+import { JOB_STATES, type JobState } from '@kairos/store';
+
+/** A request field failed validation. */
+export class ValidationError extends Error {
+  override readonly name = 'ValidationError';
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Bounds, documented in docs/api.md. */
+export const LIMITS = {
+  payloadBytes: 64 * 1024,
+  nameChars: 200,
+  taskChars: 100,
+  idempotencyKeyChars: 200,
+  maxAttempts: 100,
+  timeoutSeconds: 7 * 24 * 3600,
+  listPage: 1000,
+  defaultListPage: 100,
+} as const;
+
+const TASK_RE = /^[A-Za-z0-9][A-Za-z0-9_.:-]*$/;
+
+const createJobSchema = z.strictObject({
+  runAt: z.unknown().optional(),
+  schedule: z.unknown().optional(),
+  timezone: z.unknown().optional(),
+  task: z
+    .string({ error: 'task is required (a string)' })
+    .min(1, 'task must not be empty')
+    .max(LIMITS.taskChars, `task must be at most ${LIMITS.taskChars} characters`)
+    .regex(TASK_RE, 'task may contain letters, digits, and _ . : - (starting with a letter or digit)'),
+  payload: z
+    .record(z.string(), z.unknown(), { error: 'payload must be a JSON object' })
+    .optional(),
+  name: z.string().max(LIMITS.nameChars, `name must be at most ${LIMITS.nameChars} characters`).nullish(),
+  maxAttempts: z
+    .number({ error: 'maxAttempts must be an integer' })
+    .int('maxAttempts must be an integer')
+    .min(1, 'maxAttempts must be at least 1')
+    .max(LIMITS.maxAttempts, `maxAttempts must be at most ${LIMITS.maxAttempts}`)
+    .optional(),
+  timeoutSeconds: z
+    .number({ error: 'timeoutSeconds must be a number' })
+    .positive('timeoutSeconds must be positive')
+    .max(LIMITS.timeoutSeconds, `timeoutSeconds must be at most ${LIMITS.timeoutSeconds}`)
+    .nullish(),
+  misfirePolicy: z.unknown().optional(),
+  idempotencyKey: z
+    .string({ error: 'idempotencyKey must be a string' })
+    .min(1, 'idempotencyKey must not be empty')
+    .max(LIMITS.idempotencyKeyChars, `idempotencyKey must be at most ${LIMITS.idempotencyKeyChars} characters`)
+    .nullish(),
+});
+
+export interface CreateJobInput {
+  name: string | null;
+  task: string;
+  cron: CronSchedule | null;
+  runAt: Date | null;
+  payload: Record<string, unknown>;
+  maxAttempts: number;
+  timeoutMs: number | null;
+  misfirePolicy: MisfirePolicy;
+  idempotencyKey: string | null;
+  /** sha256 of the normalised request: same key + same digest = the same request. */
+  requestDigest: string;
+}
+
+export function parseCreateJob(body: unknown): CreateJobInput {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ValidationError('body', 'request body must be a JSON object');
+  }
+  const parsed = createJobSchema.safeParse(body);
+  if (!parsed.success) throw fromZod(parsed.error);
+  const req = parsed.data;
+  const hasRunAt = req.runAt !== undefined && req.runAt !== null;
+  const hasSchedule = req.schedule !== undefined && req.schedule !== null;
+  if (hasRunAt === hasSchedule) {
+    throw new ValidationError(hasRunAt ? 'schedule' : 'runAt', 'give exactly one of runAt (one-off) and schedule (cron)');
+  }
+  let cron: CronSchedule | null = null;
+  let runAt: Date | null = null;
+  try {
+    if (hasSchedule) {
+      cron = parseCron(req.schedule, req.timezone ?? undefined);
+    } else {
+      if (req.timezone !== undefined && req.timezone !== null) {
+        throw new ValidationError('timezone', 'timezone applies to schedule only; runAt carries its own offset');
+      }
+      runAt = parseRunAt(req.runAt);
+    }
+    if (hasSchedule && req.timezone !== undefined) validateTimezone(req.timezone);
+  } catch (error: unknown) {
+    if (error instanceof ScheduleValidationError) throw new ValidationError(error.field, error.message);
+    throw error;
+  }
+  const payload = req.payload ?? {};
+  const payloadBytes = Buffer.byteLength(JSON.stringify(payload));
+  if (payloadBytes > LIMITS.payloadBytes) {
+    throw new ValidationError('payload', `payload is ${payloadBytes} bytes; the limit is ${LIMITS.payloadBytes}`);
+  }
+  let misfirePolicy: MisfirePolicy;
+  try {
+    misfirePolicy = parseMisfirePolicy(req.misfirePolicy ?? undefined);
+  } catch (error: unknown) {
+    if (error instanceof ScheduleValidationError) throw new ValidationError(error.field, error.message);
+    throw error;
+  }
+  const input: Omit<CreateJobInput, 'requestDigest'> = {
+    name: req.name ?? null,
+    task: req.task,
+    cron,
+    runAt,
+    payload,
+    maxAttempts: req.maxAttempts ?? 3,
+    timeoutMs: req.timeoutSeconds ? Math.ceil(req.timeoutSeconds * 1000) : null,
+    misfirePolicy,
+    idempotencyKey: req.idempotencyKey ?? null,
+  };
+  return { ...input, requestDigest: digest(input) };
+}
+
+export interface ListJobsInput {
+  state?: JobState;
+  task?: string;
+  limit: number;
+  cursor?: string;
+}
+
+export function parseListJobs(query: Record<string, unknown>): ListJobsInput {
+  const out: ListJobsInput = { limit: LIMITS.defaultListPage };
+  const state = emptyToUndefined(query.state);
+  if (state !== undefined) {
+    const upper = String(state).toUpperCase();
+    if (!JOB_STATES.includes(upper as JobState)) {
+      throw new ValidationError('state', `state must be one of ${JOB_STATES.join(', ')}`);
+    }
+    out.state = upper as JobState;
+  }
+  const task = emptyToUndefined(query.task);
+  if (task !== undefined) out.task = String(task);
+  const limit = emptyToUndefined(query.limit);
+  if (limit !== undefined) {
+    const n = Number(limit);
+    if (!Number.isInteger(n) || n < 1 || n > LIMITS.listPage) {
+      throw new ValidationError('limit', `limit must be an integer from 1 to ${LIMITS.listPage}`);
+    }
+    out.limit = n;
+  }
+  const cursor = emptyToUndefined(query.cursor);
+  if (cursor !== undefined) out.cursor = String(cursor);
+  return out;
+}
+
+function emptyToUndefined(value: unknown): unknown {
+  return value === undefined || value === null || value === '' ? undefined : value;
+}
+
+function fromZod(error: z.ZodError): ValidationError {
+  const issue = error.issues[0]!;
+  if (issue.code === 'unrecognized_keys') {
+    const key = issue.keys[0] ?? 'body';
+    return new ValidationError(key, `unknown field ${key}`);
+  }
+  const field = issue.path.length > 0 ? issue.path.map(String).join('.') : 'body';
+  const message = issue.code === 'invalid_type' && issue.input === undefined ? `${field} is required` : issue.message;
+  return new ValidationError(field, message);
+}
+
+function digest(value: unknown): string {
+  return createHash('sha256').update(canonicalJson(value)).digest('hex');
+}
+
+/** JSON with object keys sorted, so equal requests hash equally whatever their key order. */
+function canonicalJson(value: unknown): string {
+  if (value instanceof Date) return JSON.stringify(value.toISOString());
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}

@@ -1,0 +1,91 @@
+/**
+ * Coordinator configuration: environment variables (and matching CLI flags,
+ * passed as overrides), parsed once with zod. Durations end in `Ms`.
+ */
+import os from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+
+const port = z.coerce.number().int().min(0).max(65_535);
+const positiveMs = z.coerce.number().int().positive();
+
+const schema = z
+  .object({
+    KAIROS_HOST: z.string().min(1).default('0.0.0.0'),
+    KAIROS_HTTP_PORT: port.default(8080),
+    KAIROS_GRPC_PORT: port.default(50051),
+    DATABASE_URL: z.string().min(1).optional(),
+    KAIROS_DATA_DIR: z.string().min(1).default('.kairos'),
+    KAIROS_LEASE_MS: positiveMs.min(300).default(10_000),
+    KAIROS_REAPER_INTERVAL_MS: positiveMs.optional(),
+    KAIROS_POLL_INTERVAL_MS: positiveMs.default(1_000),
+    KAIROS_CLAIM_BATCH: positiveMs.max(5_000).default(500),
+    KAIROS_RETRY_BASE_MS: positiveMs.default(1_000),
+    KAIROS_RETRY_CAP_MS: positiveMs.default(3_600_000),
+    KAIROS_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(5_000),
+    KAIROS_DB_POOL_SIZE: positiveMs.max(200).default(10),
+    KAIROS_COORDINATOR_ID: z.string().min(1).optional(),
+    KAIROS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  })
+  .loose();
+
+export interface CoordinatorOptions {
+  coordinatorId: string;
+  host: string;
+  /** 0 picks a free port (tests). */
+  httpPort: number;
+  grpcPort: number;
+  /** Unset: start an embedded PostgreSQL under dataDir. */
+  databaseUrl?: string;
+  dataDir: string;
+  /** Lease length: how long a dead agent's job waits before it can run elsewhere. */
+  leaseMs: number;
+  /** How often the reaper looks for expired leases (default a quarter of the lease). */
+  reaperIntervalMs: number;
+  /** Backstop poll for due jobs, jittered ±20 %; timers and NOTIFY do most of the waking. */
+  pollIntervalMs: number;
+  /** Most jobs claimed by one statement. */
+  claimBatch: number;
+  retryBaseMs: number;
+  retryCapMs: number;
+  /** On SIGTERM, how long agents get to move to another coordinator before streams close. */
+  shutdownGraceMs: number;
+  dbPoolSize: number;
+  logLevel: string;
+}
+
+export function coordinatorOptionsFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: Partial<CoordinatorOptions> = {},
+): CoordinatorOptions {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`invalid configuration: ${String(issue.path[0])}: ${issue.message}`);
+  }
+  const e = parsed.data;
+  const leaseMs = overrides.leaseMs ?? e.KAIROS_LEASE_MS;
+  const options: CoordinatorOptions = {
+    coordinatorId: e.KAIROS_COORDINATOR_ID ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
+    host: e.KAIROS_HOST,
+    httpPort: e.KAIROS_HTTP_PORT,
+    grpcPort: e.KAIROS_GRPC_PORT,
+    dataDir: e.KAIROS_DATA_DIR,
+    leaseMs,
+    reaperIntervalMs: e.KAIROS_REAPER_INTERVAL_MS ?? Math.max(100, Math.floor(leaseMs / 4)),
+    pollIntervalMs: e.KAIROS_POLL_INTERVAL_MS,
+    claimBatch: e.KAIROS_CLAIM_BATCH,
+    retryBaseMs: e.KAIROS_RETRY_BASE_MS,
+    retryCapMs: e.KAIROS_RETRY_CAP_MS,
+    shutdownGraceMs: e.KAIROS_SHUTDOWN_GRACE_MS,
+    dbPoolSize: e.KAIROS_DB_POOL_SIZE,
+    logLevel: e.KAIROS_LOG_LEVEL,
+    ...(e.DATABASE_URL ? { databaseUrl: e.DATABASE_URL } : {}),
+    ...stripUndefined(overrides),
+  };
+  return options;
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,200 @@
+/**
+ * Wiring only: configuration -> store -> dispatcher, reaper -> gRPC and REST
+ * servers. `startCoordinator` returns once both servers listen; `stop()` is
+ * the SIGTERM path (tell agents to move, stop claiming, close servers).
+ */
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation } from 'grpc-health-check';
+import pino, { type Logger } from 'pino';
+import { Client } from 'pg';
+import {
+  AgentService,
+  JobService,
+  KAIROS_SERVER_OPTIONS,
+  addGrpcService,
+  reflectionPackageDefinition,
+} from '@kairos/proto';
+import { createPool, createStore, startEmbeddedPostgres, type EmbeddedPostgres } from '@kairos/store';
+import { connectHandler, drainSessions } from './api/grpc-agent';
+import { jobServiceImplementation } from './api/grpc-jobs';
+import { jobCommands } from './api/job-commands';
+import { createRestServer } from './api/rest';
+import type { CoordinatorOptions } from './config';
+import { createDispatcher } from './dispatch/dispatcher';
+import { createReaper } from './maintenance/reaper';
+import { createMetrics } from './metrics';
+
+export interface RunningCoordinator {
+  readonly coordinatorId: string;
+  /** e.g. http://127.0.0.1:8080 */
+  readonly httpUrl: string;
+  /** host:port of the gRPC server */
+  readonly grpcAddress: string;
+  readonly databaseUrl: string;
+  readonly logger: Logger;
+  stop(): Promise<void>;
+}
+
+export async function startCoordinator(options: CoordinatorOptions, logger?: Logger): Promise<RunningCoordinator> {
+  const log = logger ?? pino({ level: options.logLevel, base: { service: 'kairos-coordinator', coordinatorId: options.coordinatorId } });
+
+  let embedded: EmbeddedPostgres | undefined;
+  let databaseUrl = options.databaseUrl;
+  if (!databaseUrl) {
+    const dataDir = path.resolve(options.dataDir);
+    log.info({ dataDir }, 'no DATABASE_URL: starting embedded PostgreSQL');
+    embedded = await startEmbeddedPostgres({ dataDir, onLog: (line) => log.debug({ postgres: line }) });
+    databaseUrl = embedded.url;
+  }
+
+  const pool = createPool({ connectionString: databaseUrl, max: options.dbPoolSize, application_name: `kairos-${options.coordinatorId}` });
+  const store = createStore(pool, { retry: { backoffBaseMs: options.retryBaseMs, backoffCapMs: options.retryCapMs } });
+  const applied = await migrateWithRetry(store.migrate, log);
+  if (applied.length > 0) log.info({ applied }, 'migrations applied');
+
+  const metrics = createMetrics(() => store.jobs.countDueWithin(60_000));
+  const dispatcher = createDispatcher({ store, options, logger: log.child({ component: 'dispatcher' }), metrics });
+  const reaper = createReaper({
+    store,
+    intervalMs: options.reaperIntervalMs,
+    logger: log.child({ component: 'reaper' }),
+    onExpired: (expired) => {
+      metrics.leasesExpired.inc(expired.length);
+      dispatcher.forgetExpired(expired);
+    },
+  });
+  const commands = jobCommands(store, () => dispatcher.wake());
+  let shuttingDown = false;
+
+  const grpcServer = new grpc.Server({ ...KAIROS_SERVER_OPTIONS });
+  addGrpcService(grpcServer, JobService, jobServiceImplementation({ commands, dispatcher, logger: log.child({ component: 'grpc' }) }));
+  addGrpcService(grpcServer, AgentService, {
+    connect: connectHandler({ dispatcher, options, logger: log.child({ component: 'agents' }), isShuttingDown: () => shuttingDown }),
+  });
+  const health = new HealthImplementation({ '': 'SERVING', 'kairos.v1.JobService': 'SERVING', 'kairos.v1.AgentService': 'SERVING' });
+  health.addToServer(grpcServer);
+  new ReflectionService(reflectionPackageDefinition() as never).addToServer(grpcServer);
+  const grpcPort = await new Promise<number>((resolve, reject) =>
+    grpcServer.bindAsync(`${options.host}:${options.grpcPort}`, grpc.ServerCredentials.createInsecure(), (error, port) =>
+      error ? reject(error) : resolve(port),
+    ),
+  );
+
+  const rest = createRestServer({ commands, dispatcher, metrics, logger: log, ready: () => store.ping() });
+  await rest.listen({ host: options.host, port: options.httpPort });
+  const httpAddress = rest.server.address();
+  const httpPort = typeof httpAddress === 'object' && httpAddress ? httpAddress.port : options.httpPort;
+
+  const listener = listenForDueJobs(databaseUrl, () => dispatcher.wake(), log.child({ component: 'listen' }));
+  dispatcher.start();
+  reaper.start();
+
+  const displayHost = options.host === '0.0.0.0' || options.host === '::' ? '127.0.0.1' : options.host;
+  const running: RunningCoordinator = {
+    coordinatorId: options.coordinatorId,
+    httpUrl: `http://${displayHost}:${httpPort}`,
+    grpcAddress: `${displayHost}:${grpcPort}`,
+    databaseUrl,
+    logger: log,
+    async stop() {
+      if (shuttingDown) return;
+      shuttingDown = true;
+      log.info('shutting down: agents are told to move to another coordinator');
+      health.setStatus('', 'NOT_SERVING');
+      await dispatcher.stop();
+      drainSessions(dispatcher.sessions(), options.shutdownGraceMs);
+      await waitUntil(() => dispatcher.sessions().length === 0, options.shutdownGraceMs);
+      await reaper.stop();
+      await listener.stop();
+      await new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          grpcServer.forceShutdown();
+          resolve();
+        }, 1_000);
+        grpcServer.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
+      await rest.close();
+      await store.close();
+      if (embedded) await embedded.stop();
+      log.info('stopped');
+    },
+  };
+  log.info({ httpUrl: running.httpUrl, grpcAddress: running.grpcAddress, leaseMs: options.leaseMs }, 'coordinator ready');
+  return running;
+}
+
+/** Coordinators starting together, or before the database: retry until it answers. */
+async function migrateWithRetry(migrate: () => Promise<string[]>, log: Logger): Promise<string[]> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await migrate();
+    } catch (error: unknown) {
+      if (attempt >= 30) throw error;
+      log.warn({ err: error, attempt }, 'database not ready for migrations; retrying');
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * attempt)));
+    }
+  }
+}
+
+async function waitUntil(done: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+}
+
+/**
+ * LISTEN kairos_due on a dedicated connection (migration 0002 notifies when a
+ * job becomes DUE). Reconnects with backoff; while disconnected the dispatcher's
+ * poll is the backstop, so a lost notification only costs latency.
+ */
+function listenForDueJobs(databaseUrl: string, onDue: () => void, log: Logger): { stop(): Promise<void> } {
+  let client: Client | undefined;
+  let stopped = false;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let failures = 0;
+
+  const connect = async () => {
+    if (stopped) return;
+    const next = new Client({ connectionString: databaseUrl, application_name: 'kairos-listen' });
+    const retry = () => {
+      if (stopped) return;
+      failures++;
+      clearTimeout(retryTimer);
+      retryTimer = setTimeout(() => void connect(), Math.min(5_000, 100 * 2 ** Math.min(failures, 6)));
+    };
+    next.on('error', () => {
+      next.end().catch(() => undefined);
+      if (client === next) client = undefined;
+      retry();
+    });
+    next.on('notification', () => onDue());
+    try {
+      await next.connect();
+      await next.query('LISTEN kairos_due');
+      if (stopped) {
+        await next.end();
+        return;
+      }
+      client = next;
+      if (failures > 0) log.info('listening for due jobs again');
+      failures = 0;
+      onDue(); // anything that became due while we were not listening
+    } catch (error: unknown) {
+      log.debug({ err: error }, 'LISTEN connection failed');
+      next.end().catch(() => undefined);
+      retry();
+    }
+  };
+  void connect();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(retryTimer);
+      await client?.end().catch(() => undefined);
+    },
+  };
+}

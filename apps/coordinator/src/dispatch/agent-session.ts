@@ -1,0 +1,102 @@
+/**
+ * One connected agent's Connect stream, as this coordinator sees it.
+ *
+ * Authority: the database holds every lease. `held` is this coordinator's
+ * belief of what the agent holds, used only for slot accounting (never claim
+ * more than the agent can start) and for routing revokes; it is corrected by
+ * every heartbeat's renew result. Losing it (coordinator restart) loses
+ * nothing: the agent re-announces its leases in Hello.
+ *
+ * Who writes what: the gRPC handler (api/grpc-agent.ts) moves `state`; the
+ * dispatcher adds to `held` when it assigns and removes on outcome, release,
+ * lost renewal or reap.
+ */
+import { create } from '@bufbuild/protobuf';
+import type { ServerDuplexStream } from '@grpc/grpc-js';
+import { CoordinatorMessageSchema, type AgentMessage, type CoordinatorMessage } from '@kairos/proto';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import type { LeaseRef } from '@kairos/store';
+
+export interface AgentInfo {
+  agentId: string;
+  tasks: readonly string[];
+  capacity: number;
+  version: string;
+}
+
+/**
+ * - `awaiting-hello`: the stream is open; the first message must be Hello.
+ * - `active`: Welcome sent; the dispatcher may assign up to the free slots.
+ * - `draining`: no new assignments. `by: 'agent'` after the agent's Draining
+ *   (SIGTERM), `by: 'coordinator'` after we sent Drain (we are shutting down);
+ *   heartbeats, outcomes and releases are still served.
+ * - `closed`: the stream ended; the session is forgotten. Its leases stay in
+ *   the database, to be renewed over the agent's next stream or to expire.
+ */
+export type SessionState =
+  | { kind: 'awaiting-hello' }
+  | { kind: 'active'; agent: AgentInfo }
+  | { kind: 'draining'; agent: AgentInfo; by: 'agent' | 'coordinator' }
+  | { kind: 'closed' };
+
+export interface HeldLease extends LeaseRef {
+  seenAtMs: number;
+}
+
+export type CoordinatorMessageInit = MessageInitShape<typeof CoordinatorMessageSchema>;
+
+export interface AgentSession {
+  readonly sessionId: number;
+  state: SessionState;
+  readonly connectedAt: Date;
+  lastHeartbeatAt: Date | null;
+  /**
+   * Leases the agent holds, by leaseKey, with the monotonic time we last had
+   * evidence of it (assigned, announced or renewed). Heartbeats list every
+   * lease the agent holds, so an entry missing from heartbeats for two
+   * intervals is dropped: a lost race between an ack and a renewal cannot
+   * leave a phantom lease occupying a slot.
+   */
+  readonly held: Map<string, HeldLease>;
+  send(message: CoordinatorMessageInit): void;
+  end(): void;
+}
+
+let nextSessionId = 1;
+
+export function createSession(call: ServerDuplexStream<AgentMessage, CoordinatorMessage | CoordinatorMessageInit>): AgentSession {
+  return {
+    sessionId: nextSessionId++,
+    state: { kind: 'awaiting-hello' },
+    connectedAt: new Date(),
+    lastHeartbeatAt: null,
+    held: new Map(),
+    send(message) {
+      if (this.state.kind === 'closed') return;
+      try {
+        call.write(create(CoordinatorMessageSchema, message));
+      } catch {
+        // The stream is going away; its end/error handler closes the session.
+      }
+    },
+    end() {
+      try {
+        call.end();
+      } catch {
+        // already ended
+      }
+    },
+  };
+}
+
+export function agentOf(session: AgentSession): AgentInfo | undefined {
+  return session.state.kind === 'active' || session.state.kind === 'draining' ? session.state.agent : undefined;
+}
+
+export function freeSlots(session: AgentSession): number {
+  return session.state.kind === 'active' ? Math.max(0, session.state.agent.capacity - session.held.size) : 0;
+}
+
+export function leaseKey(jobId: string, generation: number | bigint): string {
+  return `${jobId.toLowerCase()}#${generation}`;
+}

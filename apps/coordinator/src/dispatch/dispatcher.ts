@@ -1,0 +1,348 @@
+/**
+ * The dispatcher: slot accounting and the claim loop, plus the batched paths
+ * for renewals, outcomes and releases.
+ *
+ * Claiming: a coordinator claims only what its connected agents can start
+ * now — per agent, at most its free slots, only its tasks — because a claimed
+ * job cannot be cancelled, so nothing may wait claimed in memory. Agents are
+ * served least-loaded first. A claim round runs when something may have become
+ * claimable: a timer set at the earliest next_run_at (computed by the database
+ * as a duration), a NOTIFY from any coordinator (jobs created, retried,
+ * released, triggered, resumed), slots freed by an outcome or a new agent, and
+ * a jittered poll as a backstop. Rounds are single-flight: a wake during a
+ * round schedules one more round, never a second concurrent one.
+ *
+ * Renewals, outcomes and releases from every agent go through group commit
+ * (group-commit.ts): one statement per flush, whatever the number of agents.
+ *
+ * Invariants:
+ * - `held` of a session only grows by what this dispatcher claimed for it (or
+ *   what a renewal of its announced leases confirmed), so free slots are never
+ *   overstated by our own doing.
+ * - A claim made for a session that closed before the assignment could be sent
+ *   is released at once (no attempt spent), not left to expire.
+ */
+import { create } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type { Logger } from 'pino';
+import {
+  AssignmentSchema,
+  HandlerResult,
+  LeaseLostReason,
+  OutcomeAckResult,
+  type LeaseOutcome,
+  type LeaseRef as WireLeaseRef,
+} from '@kairos/proto';
+import type { ClaimedJob, CompleteResult, CompletionReport, LeaseRef, RenewResult, Store } from '@kairos/store';
+import type { CoordinatorOptions } from '../config';
+import type { Metrics } from '../metrics';
+import { agentOf, freeSlots, leaseKey, type AgentSession } from './agent-session';
+import { groupCommit } from './group-commit';
+
+export interface AgentView {
+  agentId: string;
+  tasks: string[];
+  capacity: number;
+  inFlight: number;
+  draining: boolean;
+  version: string;
+  connectedAt: string;
+  lastHeartbeatAt: string | null;
+  coordinatorId: string;
+}
+
+export interface Dispatcher {
+  addSession(session: AgentSession): void;
+  removeSession(session: AgentSession): void;
+  /**
+   * Renews the leases a heartbeat (or Hello) names; answers with one status per
+   * lease. `complete: true` for a heartbeat, which lists everything the agent holds.
+   */
+  renew(session: AgentSession, leases: readonly LeaseRef[], listing: { complete: boolean; intervalMs: number }): Promise<RenewResult[]>;
+  /** Records outcomes (fenced); answers with one ack per outcome. */
+  complete(session: AgentSession, outcomes: readonly LeaseOutcome[]): Promise<CompleteResult[]>;
+  release(session: AgentSession, leases: readonly LeaseRef[]): Promise<void>;
+  /** Something may have become claimable: run a claim round soon. */
+  wake(): void;
+  /** Expired leases were reaped: forget them and tell their agents. */
+  forgetExpired(expired: ReadonlyArray<{ jobId: string; leaseGeneration: number; leaseOwner: string | null }>): void;
+  agents(): AgentView[];
+  start(): void;
+  /** Stops claiming; sessions stay until the caller drains them. */
+  stop(): Promise<void>;
+  sessions(): AgentSession[];
+}
+
+export function createDispatcher(deps: {
+  store: Store;
+  options: CoordinatorOptions;
+  logger: Logger;
+  metrics: Metrics;
+}): Dispatcher {
+  const { store, options, logger, metrics } = deps;
+  const sessions = new Set<AgentSession>();
+  let stopped = true;
+  let round: Promise<void> | undefined;
+  let again = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  const renewals = groupCommit<LeaseRef, RenewResult>((leases) => store.lease.renew(leases, options.leaseMs));
+  const completions = groupCommit<CompletionReport, CompleteResult>((reports) => store.lease.complete(reports));
+  const releases = groupCommit<LeaseRef, unknown>((leases) => store.lease.release(leases, 'agent gave the lease back'));
+
+  function wake(): void {
+    if (stopped) return;
+    if (round) {
+      again = true;
+      return;
+    }
+    round = claimRound()
+      .catch((error: unknown) => {
+        logger.warn({ err: error }, 'claim round failed; retrying on the next wake');
+      })
+      .finally(() => {
+        round = undefined;
+        if (again) {
+          again = false;
+          wake();
+        } else {
+          void scheduleNextWake();
+        }
+      });
+  }
+
+  async function claimRound(): Promise<void> {
+    const candidates = [...sessions]
+      .filter((s) => freeSlots(s) > 0)
+      .sort((a, b) => load(a) - load(b));
+    for (const session of candidates) {
+      if (stopped) return;
+      const agent = agentOf(session);
+      const free = freeSlots(session);
+      if (!agent || free === 0) continue;
+      const claimed = await store.lease.claimDue({
+        owner: agent.agentId,
+        tasks: agent.tasks,
+        limit: Math.min(free, options.claimBatch),
+        leaseMs: options.leaseMs,
+      });
+      if (claimed.length === 0) continue;
+      metrics.claims.inc(claimed.length);
+      for (const job of claimed) metrics.dispatchLag.observe(Math.max(0, job.claimedAt.getTime() - job.dueAt.getTime()) / 1000);
+      if (session.state.kind !== 'active') {
+        // The agent went away (or started draining) while we claimed: give the jobs back.
+        await store.lease.release(claimed.map(toLeaseRef), 'agent left before assignment');
+        continue;
+      }
+      const seenAtMs = performance.now();
+      for (const job of claimed) session.held.set(leaseKey(job.jobId, job.leaseGeneration), { ...toLeaseRef(job), seenAtMs });
+      session.send({ kind: { case: 'assignments', value: { assignments: claimed.map(toAssignment) } } });
+      if (claimed.length === free) again = true; // it may have more due; look again after this round
+    }
+  }
+
+  async function scheduleNextWake(): Promise<void> {
+    if (stopped) return;
+    clearTimeout(timer);
+    const jitter = 0.8 + Math.random() * 0.4;
+    let delayMs = options.pollIntervalMs * jitter;
+    const tasks = new Set<string>();
+    for (const session of sessions) {
+      if (freeSlots(session) > 0) for (const task of agentOf(session)?.tasks ?? []) tasks.add(task);
+    }
+    if (tasks.size > 0) {
+      try {
+        const untilDue = await store.jobs.msUntilNextDue([...tasks]);
+        if (untilDue !== null) delayMs = Math.min(delayMs, Math.max(0, untilDue + 1));
+      } catch (error: unknown) {
+        logger.debug({ err: error }, 'could not read the next due time');
+      }
+    }
+    if (stopped) return;
+    clearTimeout(timer);
+    timer = setTimeout(wake, delayMs);
+  }
+
+  function load(session: AgentSession): number {
+    const agent = agentOf(session);
+    return agent ? session.held.size / agent.capacity : 1;
+  }
+
+  return {
+    addSession(session) {
+      sessions.add(session);
+      metrics.connectedAgents.set(sessions.size);
+      wake();
+    },
+    removeSession(session) {
+      sessions.delete(session);
+      metrics.connectedAgents.set(sessions.size);
+    },
+    async renew(session, leases, listing) {
+      session.lastHeartbeatAt = new Date();
+      const sentAtMs = performance.now();
+      const results = await renewals.submit(leases);
+      let lost = 0;
+      const seenAtMs = performance.now();
+      for (const result of results) {
+        const key = leaseKey(result.jobId, result.leaseGeneration);
+        if (result.kind === 'renewed') session.held.set(key, { jobId: result.jobId, leaseGeneration: result.leaseGeneration, seenAtMs });
+        else {
+          lost++;
+          session.held.delete(key);
+        }
+      }
+      if (listing.complete) {
+        const named = new Set(leases.map((lease) => leaseKey(lease.jobId, lease.leaseGeneration)));
+        for (const [key, held] of session.held) {
+          if (!named.has(key) && held.seenAtMs < sentAtMs - 2 * listing.intervalMs) session.held.delete(key);
+        }
+      }
+      metrics.renewals.inc(results.length - lost);
+      if (lost > 0) {
+        metrics.lostLeases.inc(lost);
+        wake();
+      }
+      return results;
+    },
+    async complete(session, outcomes) {
+      const reports = outcomes.map(toCompletionReport);
+      const results = await completions.submit(reports);
+      for (const result of results) {
+        session.held.delete(leaseKey(result.jobId, result.leaseGeneration));
+        if (result.kind === 'stale') {
+          metrics.staleReports.inc();
+          logger.warn(
+            { jobId: result.jobId, leaseGeneration: result.leaseGeneration, agentId: agentOf(session)?.agentId },
+            'stale outcome rejected: the lease had moved on',
+          );
+        }
+      }
+      wake();
+      return results;
+    },
+    async release(session, leases) {
+      await releases.submit(leases);
+      for (const lease of leases) session.held.delete(leaseKey(lease.jobId, lease.leaseGeneration));
+      wake();
+    },
+    wake,
+    forgetExpired(expired) {
+      const byOwner = new Map<string, LeaseRef[]>();
+      for (const lease of expired) {
+        if (!lease.leaseOwner) continue;
+        byOwner.set(lease.leaseOwner, [...(byOwner.get(lease.leaseOwner) ?? []), lease]);
+      }
+      for (const session of sessions) {
+        const agentId = agentOf(session)?.agentId;
+        const leases = agentId ? byOwner.get(agentId) : undefined;
+        if (!leases) continue;
+        const revoked = leases.filter((lease) => session.held.delete(leaseKey(lease.jobId, lease.leaseGeneration)));
+        if (revoked.length > 0) {
+          session.send({
+            kind: {
+              case: 'revoke',
+              value: { leases: revoked.map(toWireLease), reason: LeaseLostReason.EXPIRED },
+            },
+          });
+        }
+      }
+      if (expired.length > 0) wake();
+    },
+    agents() {
+      return [...sessions].flatMap((session) => {
+        const agent = agentOf(session);
+        if (!agent) return [];
+        return [
+          {
+            agentId: agent.agentId,
+            tasks: [...agent.tasks],
+            capacity: agent.capacity,
+            inFlight: session.held.size,
+            draining: session.state.kind === 'draining',
+            version: agent.version,
+            connectedAt: session.connectedAt.toISOString(),
+            lastHeartbeatAt: session.lastHeartbeatAt?.toISOString() ?? null,
+            coordinatorId: options.coordinatorId,
+          },
+        ];
+      });
+    },
+    start() {
+      stopped = false;
+      wake();
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await round;
+      await Promise.all([renewals.idle(), completions.idle(), releases.idle()]);
+    },
+    sessions: () => [...sessions],
+  };
+}
+
+function toLeaseRef(job: ClaimedJob): LeaseRef {
+  return { jobId: job.jobId, leaseGeneration: job.leaseGeneration };
+}
+
+function toWireLease(lease: LeaseRef): Pick<WireLeaseRef, 'jobId' | 'leaseGeneration'> {
+  return { jobId: lease.jobId, leaseGeneration: BigInt(lease.leaseGeneration) };
+}
+
+function toAssignment(job: ClaimedJob) {
+  return create(AssignmentSchema, {
+    jobId: job.jobId,
+    runId: String(job.runId),
+    task: job.task,
+    payload: (job.payload ?? {}) as Record<string, never>,
+    attempt: job.attempt,
+    maxAttempts: job.maxAttempts,
+    leaseGeneration: BigInt(job.leaseGeneration),
+    leaseRemainingMs: job.leaseRemainingMs,
+    timeoutMs: job.timeoutMs ?? 0,
+    scheduledFor: timestampFromDate(job.scheduledFor),
+  });
+}
+
+const RESULT_TO_OUTCOME: Record<HandlerResult, CompletionReport['outcome'] | undefined> = {
+  [HandlerResult.UNSPECIFIED]: undefined,
+  [HandlerResult.SUCCEEDED]: 'SUCCEEDED',
+  [HandlerResult.FAILED]: 'FAILED',
+  [HandlerResult.TIMED_OUT]: 'TIMED_OUT',
+  [HandlerResult.CANCELLED]: 'CANCELLED',
+};
+
+function toCompletionReport(outcome: LeaseOutcome): CompletionReport {
+  return {
+    jobId: outcome.jobId,
+    leaseGeneration: Number(outcome.leaseGeneration),
+    // An unspecified result is treated as a failure: the agent did not say it succeeded.
+    outcome: RESULT_TO_OUTCOME[outcome.result] ?? 'FAILED',
+    error: outcome.error === '' ? null : outcome.error,
+  };
+}
+
+export function renewStatus(result: RenewResult) {
+  const base = { jobId: result.jobId, leaseGeneration: BigInt(result.leaseGeneration) };
+  if (result.kind === 'renewed' && result.remainingMs > 0) {
+    return { ...base, state: { case: 'remainingMs' as const, value: Math.min(result.remainingMs, 0xffffffff) } };
+  }
+  const reason =
+    result.kind === 'renewed'
+      ? LeaseLostReason.EXPIRED
+      : result.reason === 'stale-generation'
+        ? LeaseLostReason.STALE_GENERATION
+        : result.reason === 'expired'
+          ? LeaseLostReason.EXPIRED
+          : LeaseLostReason.NOT_FOUND;
+  return { ...base, state: { case: 'lost' as const, value: { reason } } };
+}
+
+export function outcomeAck(result: CompleteResult) {
+  return {
+    jobId: result.jobId,
+    leaseGeneration: BigInt(result.leaseGeneration),
+    result: result.kind === 'recorded' ? OutcomeAckResult.RECORDED : OutcomeAckResult.STALE,
+  };
+}

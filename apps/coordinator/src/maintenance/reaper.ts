@@ -1,0 +1,62 @@
+/**
+ * The lease reaper: every coordinator runs one, jittered, so a dead agent's
+ * jobs come back even if other coordinators are down. Reapers on several
+ * coordinators share the work (SKIP LOCKED in lease.reapExpired).
+ */
+import type { Logger } from 'pino';
+import type { ReapResult, Store } from '@kairos/store';
+
+export interface Reaper {
+  start(): void;
+  stop(): Promise<void>;
+}
+
+export function createReaper(deps: {
+  store: Store;
+  intervalMs: number;
+  logger: Logger;
+  onExpired: (expired: ReapResult['expired']) => void;
+}): Reaper {
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let stopped = true;
+
+  async function tick(): Promise<void> {
+    try {
+      // Drain in batches: after an outage many leases may have lapsed at once.
+      for (;;) {
+        const { expired } = await deps.store.lease.reapExpired({ limit: 1000 });
+        if (expired.length > 0) {
+          deps.logger.warn({ count: expired.length, jobs: expired.slice(0, 20) }, 'leases expired: runs marked LEASE_EXPIRED');
+          deps.onExpired(expired);
+        }
+        if (expired.length < 1000 || stopped) break;
+      }
+    } catch (error: unknown) {
+      deps.logger.warn({ err: error }, 'reaper pass failed; will retry');
+    }
+  }
+
+  function schedule(): void {
+    if (stopped) return;
+    const delay = deps.intervalMs * (0.8 + Math.random() * 0.4);
+    timer = setTimeout(() => {
+      running = tick().finally(() => {
+        running = undefined;
+        schedule();
+      });
+    }, delay);
+  }
+
+  return {
+    start() {
+      stopped = false;
+      schedule();
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,13 @@
+/**
+ * @kairos/schedule: cron and runAt validation, occurrence computation with a
+ * defined DST policy, misfire planning and retry backoff. Pure: every function
+ * takes the time it needs as an argument and none reads a clock.
+ */
+export { ScheduleValidationError } from './schedule-validation-error';
+export { MISFIRE_POLICIES, parseMisfirePolicy, type MisfirePolicy } from './misfire-policy';
+export { validateTimezone } from './timezone';
+export { parseRunAt } from './run-at';
+export { parseCron, type CronSchedule } from './cron-schedule';
+export { firstOccurrence, nextOccurrence } from './occurrences';
+export { planAfterOccurrence, type OccurrencePlan } from './occurrence-plan';
+export { retryBackoffMs } from './retry-backoff';

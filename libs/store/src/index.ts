@@ -1,0 +1,23 @@
+export { createStore, createPool, type Store, type StoreOptions } from './store';
+export type { JobRecord, JobState, NewJob, CreateResult, JobFilter, JobPage, JobQueries } from './jobs';
+export { JOB_STATES } from './jobs';
+export type { RunRecord, RunOutcome, RunQueries } from './runs';
+export type {
+  LeaseRef,
+  ClaimRequest,
+  ClaimedJob,
+  RenewResult,
+  LeaseLostReason,
+  CompletionReport,
+  CompleteResult,
+  ReleaseResult,
+  CancelResult,
+  ControlResult,
+  ReapResult,
+  LeaseStatements,
+} from './lease';
+export { isJobId, MAX_ERROR_CHARS } from './lease';
+export type { AttemptOutcome, RetryPolicy } from './settle';
+export { migrate, loadMigrations, MIGRATIONS_DIR } from './migrate';
+export { startEmbeddedPostgres, freePort, type EmbeddedPostgres, type EmbeddedPostgresOptions } from './embedded';
+export { StoreUnavailableError, StoreInvariantError, isConnectionError } from './pg-errors';

@@ -1,0 +1,238 @@
+/**
+ * Creating, reading and listing jobs (query builder). State changes after
+ * creation live in lease.ts, not here.
+ *
+ * Ids are UUIDv7: time-ordered, so listing pages in creation order with a
+ * keyset on the id alone, and new rows land at the right edge of the index.
+ */
+import { and, asc, count, eq, gt, lte, min, sql, type SQL } from 'drizzle-orm';
+import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
+import { firstOccurrence, type CronSchedule, type MisfirePolicy } from '@kairos/schedule';
+import { v7 as uuidv7 } from 'uuid';
+import { isJobId } from './lease';
+import { wrapStoreError } from './pg-errors';
+import { jobs } from './schema';
+
+export type JobState = 'DUE' | 'CLAIMED' | 'COMPLETED' | 'DEAD' | 'PAUSED' | 'CANCELLED';
+export const JOB_STATES: readonly JobState[] = ['DUE', 'CLAIMED', 'COMPLETED', 'DEAD', 'PAUSED', 'CANCELLED'];
+
+/** A job as the API shows it. */
+export interface JobRecord {
+  id: string;
+  namespace: string;
+  name: string | null;
+  task: string;
+  schedule: string | null;
+  runAt: Date | null;
+  timezone: string;
+  payload: unknown;
+  state: JobState;
+  /** The schedule occurrence the pending or running attempt serves. */
+  occurrenceAt: Date | null;
+  nextRunAt: Date | null;
+  leaseUntil: Date | null;
+  leaseOwner: string | null;
+  leaseGeneration: number;
+  attempt: number;
+  maxAttempts: number;
+  timeoutMs: number | null;
+  misfirePolicy: MisfirePolicy;
+  idempotencyKey: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** A validated create request (the API layer validates; the store trusts these types). */
+export interface NewJob {
+  namespace: string;
+  name?: string | null;
+  task: string;
+  /** Exactly one of `cron` and `runAt`. */
+  cron?: CronSchedule | null;
+  runAt?: Date | null;
+  payload: unknown;
+  maxAttempts: number;
+  timeoutMs?: number | null;
+  misfirePolicy: MisfirePolicy;
+  idempotencyKey?: string | null;
+  /** Digest of the normalised request, compared when the idempotency key repeats. */
+  requestDigest?: string | null;
+}
+
+export type CreateResult =
+  | { kind: 'created'; job: JobRecord }
+  | { kind: 'existing'; job: JobRecord }
+  | { kind: 'conflict'; jobId: string };
+
+export interface JobFilter {
+  state?: JobState;
+  task?: string;
+  /** Page size, 1..500 (callers validate). */
+  limit: number;
+  /** The last id of the previous page. */
+  after?: string;
+}
+
+export interface JobPage {
+  jobs: JobRecord[];
+  /** Id to pass as `after` for the next page; null on the last page. */
+  nextAfter: string | null;
+}
+
+export interface JobQueries {
+  create(input: NewJob, now?: Date): Promise<CreateResult>;
+  get(namespace: string, id: string): Promise<JobRecord | null>;
+  list(namespace: string, filter: JobFilter): Promise<JobPage>;
+  /** Earliest next_run_at among DUE jobs (the dispatcher's timer), or null. */
+  nextDueAt(): Promise<Date | null>;
+  /** DUE jobs whose next_run_at is within `horizonMs` of the database clock (the autoscaling signal). */
+  countDueWithin(horizonMs: number): Promise<number>;
+  /**
+   * Milliseconds from the database's now until the earliest DUE job of these
+   * tasks (negative: already due), or null when none waits. A duration, so the
+   * dispatcher's timer never compares its clock with the database's.
+   */
+  msUntilNextDue(tasks: readonly string[]): Promise<number | null>;
+}
+
+export function jobQueries(db: NodePgDatabase): JobQueries {
+  return {
+    async create(input, now) {
+      try {
+        return await create(db, input, now);
+      } catch (error: unknown) {
+        throw wrapStoreError('jobs.create', error);
+      }
+    },
+    async get(namespace, id) {
+      if (!isJobId(id)) return null;
+      const rows = await db
+        .select()
+        .from(jobs)
+        .where(and(eq(jobs.namespace, namespace), eq(jobs.id, id)));
+      return rows[0] ? toJobRecord(rows[0]) : null;
+    },
+    async list(namespace, filter) {
+      const conditions: SQL[] = [eq(jobs.namespace, namespace)];
+      if (filter.state) conditions.push(eq(jobs.state, filter.state));
+      if (filter.task) conditions.push(eq(jobs.task, filter.task));
+      if (filter.after !== undefined) {
+        if (!isJobId(filter.after)) return { jobs: [], nextAfter: null };
+        conditions.push(gt(jobs.id, filter.after));
+      }
+      const rows = await db
+        .select()
+        .from(jobs)
+        .where(and(...conditions))
+        .orderBy(asc(jobs.id))
+        .limit(filter.limit + 1);
+      const page = rows.slice(0, filter.limit).map(toJobRecord);
+      return { jobs: page, nextAfter: rows.length > filter.limit ? page[page.length - 1]!.id : null };
+    },
+    async nextDueAt() {
+      const rows = await db.select({ at: min(jobs.nextRunAt) }).from(jobs).where(eq(jobs.state, 'DUE'));
+      return rows[0]?.at ?? null;
+    },
+    async countDueWithin(horizonMs) {
+      const rows = await db
+        .select({ n: count() })
+        .from(jobs)
+        .where(
+          and(
+            eq(jobs.state, 'DUE'),
+            lte(jobs.nextRunAt, sql`now() + make_interval(secs => ${horizonMs}::double precision / 1000)`),
+          ),
+        );
+      return rows[0]?.n ?? 0;
+    },
+    async msUntilNextDue(tasks) {
+      if (tasks.length === 0) return null;
+      const result = await db.execute<{ ms: string | number | null }>(
+        sql`SELECT floor(extract(epoch FROM (min(next_run_at) - now())) * 1000) AS ms
+            FROM jobs WHERE state = 'DUE' AND task = ANY(${sql.param([...tasks])}::text[])`,
+      );
+      const ms = result.rows[0]?.ms;
+      return ms === null || ms === undefined ? null : Number(ms);
+    },
+  };
+}
+
+async function create(db: NodePgDatabase, input: NewJob, now?: Date): Promise<CreateResult> {
+  const clock = now ?? (await databaseNow(db));
+  const cron = input.cron ?? null;
+  const runAt = input.runAt ?? null;
+  if ((cron === null) === (runAt === null)) throw new Error('jobs.create needs exactly one of cron and runAt');
+  const occurrence = cron ? firstOccurrence(cron, clock) : runAt!;
+  const inserted = await db
+    .insert(jobs)
+    .values({
+      id: uuidv7(),
+      namespace: input.namespace,
+      name: input.name ?? null,
+      task: input.task,
+      schedule: cron?.expression ?? null,
+      runAt,
+      timezone: cron?.timezone ?? 'UTC',
+      payload: input.payload ?? {},
+      state: 'DUE',
+      occurrenceAt: occurrence,
+      nextRunAt: occurrence,
+      maxAttempts: input.maxAttempts,
+      timeoutMs: input.timeoutMs ?? null,
+      misfirePolicy: input.misfirePolicy,
+      idempotencyKey: input.idempotencyKey ?? null,
+      requestDigest: input.requestDigest ?? null,
+      createdAt: clock,
+      updatedAt: clock,
+    })
+    .onConflictDoNothing({
+      target: [jobs.namespace, jobs.idempotencyKey],
+      where: sql`idempotency_key IS NOT NULL`,
+    })
+    .returning();
+  if (inserted[0]) return { kind: 'created', job: toJobRecord(inserted[0]) };
+
+  const existing = await db
+    .select()
+    .from(jobs)
+    .where(and(eq(jobs.namespace, input.namespace), eq(jobs.idempotencyKey, input.idempotencyKey ?? '')));
+  const row = existing[0];
+  if (!row) throw new Error('jobs.create: idempotency key conflicted but no row holds it');
+  return row.requestDigest === (input.requestDigest ?? null)
+    ? { kind: 'existing', job: toJobRecord(row) }
+    : { kind: 'conflict', jobId: row.id };
+}
+
+async function databaseNow(db: NodePgDatabase): Promise<Date> {
+  const result = await db.execute<{ now: Date | string }>(sql`SELECT now() AS now`);
+  const value = result.rows[0]?.now;
+  return value instanceof Date ? value : new Date(String(value));
+}
+
+type JobRow = typeof jobs.$inferSelect;
+
+function toJobRecord(row: JobRow): JobRecord {
+  return {
+    id: row.id,
+    namespace: row.namespace,
+    name: row.name,
+    task: row.task,
+    schedule: row.schedule,
+    runAt: row.runAt,
+    timezone: row.timezone,
+    payload: row.payload,
+    state: row.state,
+    occurrenceAt: row.occurrenceAt,
+    nextRunAt: row.nextRunAt,
+    leaseUntil: row.leaseUntil,
+    leaseOwner: row.leaseOwner,
+    leaseGeneration: row.leaseGeneration,
+    attempt: row.attempt,
+    maxAttempts: row.maxAttempts,
+    timeoutMs: row.timeoutMs,
+    misfirePolicy: row.misfirePolicy,
+    idempotencyKey: row.idempotencyKey,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
+}

@@ -1,0 +1,415 @@
+import { createTestDatabase, insertDueJobs, insertJob, at, type TestDatabase } from '@kairos/testing';
+import type { Store } from './store';
+
+const T0 = new Date('2030-01-01T00:00:00.000Z');
+const LEASE_MS = 10_000;
+
+describe('lease statements', () => {
+  let db: TestDatabase;
+  let store: Store;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    store = db.createStore({ retry: { backoffBaseMs: 1000, backoffCapMs: 60_000 } });
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+  beforeEach(async () => {
+    await db.truncate();
+  });
+
+  async function job(id: string) {
+    const { rows } = await db.pool.query('SELECT * FROM jobs WHERE id = $1', [id]);
+    return rows[0];
+  }
+  async function runsOf(id: string) {
+    const { rows } = await db.pool.query('SELECT * FROM runs WHERE job_id = $1 ORDER BY id', [id]);
+    return rows;
+  }
+
+  describe('claimDue', () => {
+    it('claims due rows of the asked tasks up to the limit, oldest first, with run rows', async () => {
+      const early = await insertJob(db.pool, { task: 'a', nextRunAt: at(T0, -3000) });
+      const later = await insertJob(db.pool, { task: 'a', nextRunAt: at(T0, -1000) });
+      await insertJob(db.pool, { task: 'a', nextRunAt: at(T0, -500) });
+      const otherTask = await insertJob(db.pool, { task: 'b', nextRunAt: at(T0, -5000) });
+      const future = await insertJob(db.pool, { task: 'a', nextRunAt: at(T0, 1) });
+
+      const claimed = await store.lease.claimDue({ owner: 'w1', tasks: ['a'], limit: 2, leaseMs: LEASE_MS, now: T0 });
+
+      expect(claimed.map((c) => c.jobId)).toEqual([early, later]);
+      expect(claimed[0]).toMatchObject({ attempt: 1, leaseGeneration: 1, leaseRemainingMs: LEASE_MS, task: 'a' });
+      expect(claimed[0]!.leaseUntil.getTime()).toBe(T0.getTime() + LEASE_MS);
+      const row = await job(early);
+      expect(row).toMatchObject({ state: 'CLAIMED', lease_owner: 'w1', attempt: 1 });
+      expect((await runsOf(early))[0]).toMatchObject({ outcome: 'RUNNING', worker_id: 'w1', attempt: 1 });
+      expect((await job(otherTask)).state).toBe('DUE');
+      expect((await job(future)).state).toBe('DUE');
+    });
+
+    it('claims nothing for zero slots or no tasks', async () => {
+      await insertJob(db.pool, { nextRunAt: at(T0, -1) });
+      expect(await store.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 0, leaseMs: LEASE_MS, now: T0 })).toEqual([]);
+      expect(await store.lease.claimDue({ owner: 'w', tasks: [], limit: 5, leaseMs: LEASE_MS, now: T0 })).toEqual([]);
+    });
+
+    it('claims every row exactly once when claimers on separate connections race', async () => {
+      const total = 3000;
+      await insertDueJobs(db.pool, { count: total, nextRunAt: at(T0, -60_000), spreadMs: 59_000 });
+      const claimers = Array.from({ length: 6 }, (_, i) => db.createStore({ maxConnections: 1 }));
+      const claimedBy = new Map<string, string>();
+      let duplicates = 0;
+      await Promise.all(
+        claimers.map(async (claimer, i) => {
+          for (;;) {
+            const batch = await claimer.lease.claimDue({
+              owner: `w${i}`,
+              tasks: ['noop'],
+              limit: 37,
+              leaseMs: LEASE_MS,
+              now: T0,
+            });
+            if (batch.length === 0) return;
+            for (const c of batch) {
+              if (claimedBy.has(c.jobId)) duplicates++;
+              claimedBy.set(c.jobId, `w${i}`);
+            }
+          }
+        }),
+      );
+      expect(duplicates).toBe(0);
+      expect(claimedBy.size).toBe(total);
+      const { rows } = await db.pool.query(
+        `SELECT count(*)::int AS runs, count(DISTINCT job_id)::int AS jobs,
+                (SELECT count(*)::int FROM jobs WHERE state = 'CLAIMED' AND lease_generation = 1) AS claimed
+         FROM runs`,
+      );
+      expect(rows[0]).toEqual({ runs: total, jobs: total, claimed: total });
+      // Every claimer got some work: SKIP LOCKED spreads the spike rather than serialising it.
+      expect(new Set(claimedBy.values()).size).toBeGreaterThan(1);
+    });
+
+    it('uses the partial index on next_run_at', async () => {
+      await insertDueJobs(db.pool, { count: 20_000, nextRunAt: at(T0, 3_600_000), spreadMs: 86_400_000 });
+      await insertDueJobs(db.pool, { count: 500, nextRunAt: at(T0, -1000) });
+      await db.pool.query('ANALYZE jobs');
+      const { rows } = await db.pool.query(
+        `EXPLAIN SELECT id FROM jobs WHERE state = 'DUE' AND next_run_at <= $1 AND task = ANY($2::text[])
+         ORDER BY next_run_at LIMIT 500 FOR UPDATE SKIP LOCKED`,
+        [T0, ['noop']],
+      );
+      const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+      expect(plan).toContain('jobs_due_next_run_at_idx');
+    });
+  });
+
+  describe('renew', () => {
+    it('renews current leases and reports stale, expired-and-reaped and unknown ones as lost, changing nothing', async () => {
+      const held = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 4, leaseUntil: at(T0, 1000) });
+      const moved = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 5, leaseUntil: at(T0, 1000) });
+      const reaped = await insertJob(db.pool, { state: 'DUE', leaseGeneration: 2, nextRunAt: at(T0, -1) });
+      const before = await job(moved);
+
+      const results = await store.lease.renew(
+        [
+          { jobId: held, leaseGeneration: 4 },
+          { jobId: moved, leaseGeneration: 4 },
+          { jobId: reaped, leaseGeneration: 2 },
+          { jobId: '00000000-0000-7000-8000-000000000000', leaseGeneration: 1 },
+          { jobId: 'not-a-uuid', leaseGeneration: 1 },
+        ],
+        LEASE_MS,
+        T0,
+      );
+
+      expect(results).toEqual([
+        { kind: 'renewed', jobId: held, leaseGeneration: 4, remainingMs: LEASE_MS },
+        { kind: 'lost', jobId: moved, leaseGeneration: 4, reason: 'stale-generation' },
+        { kind: 'lost', jobId: reaped, leaseGeneration: 2, reason: 'expired' },
+        { kind: 'lost', jobId: '00000000-0000-7000-8000-000000000000', leaseGeneration: 1, reason: 'not-found' },
+        { kind: 'lost', jobId: 'not-a-uuid', leaseGeneration: 1, reason: 'not-found' },
+      ]);
+      expect((await job(held)).lease_until.getTime()).toBe(T0.getTime() + LEASE_MS);
+      expect(await job(moved)).toEqual(before);
+    });
+  });
+
+  describe('complete', () => {
+    it('rejects a stale generation and changes nothing', async () => {
+      const id = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 7 });
+      const jobBefore = await job(id);
+      const runsBefore = await runsOf(id);
+
+      const [result] = await store.lease.complete([{ jobId: id, leaseGeneration: 6, outcome: 'SUCCEEDED' }], T0);
+
+      expect(result).toEqual({ kind: 'stale', jobId: id, leaseGeneration: 6 });
+      expect(await job(id)).toEqual(jobBefore);
+      expect(await runsOf(id)).toEqual(runsBefore);
+    });
+
+    it('records a one-off success once; a repeated report is stale', async () => {
+      const id = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 1 });
+      const results = await store.lease.complete(
+        [
+          { jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' },
+          { jobId: id, leaseGeneration: 1, outcome: 'FAILED', error: 'duplicate' },
+        ],
+        T0,
+      );
+      expect(results.map((r) => r.kind)).toEqual(['recorded', 'stale']);
+      expect(await job(id)).toMatchObject({ state: 'COMPLETED', next_run_at: null, lease_owner: null, lease_until: null });
+      expect(await runsOf(id)).toMatchObject([{ outcome: 'SUCCEEDED', finished_at: T0, error: null }]);
+      const [again] = await store.lease.complete([{ jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], T0);
+      expect(again!.kind).toBe('stale');
+    });
+
+    it('retries a failure with exponential backoff for the same occurrence, then goes DEAD at the cap', async () => {
+      const occurrence = at(T0, -5000);
+      const id = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 1, attempt: 1, maxAttempts: 3, occurrenceAt: occurrence });
+
+      await store.lease.complete([{ jobId: id, leaseGeneration: 1, outcome: 'FAILED', error: 'boom' }], T0);
+      expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 1, next_run_at: at(T0, 1000), occurrence_at: occurrence });
+
+      const [second] = await store.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: at(T0, 1000) });
+      expect(second).toMatchObject({ attempt: 2, leaseGeneration: 2, scheduledFor: occurrence });
+      await store.lease.complete([{ jobId: id, leaseGeneration: 2, outcome: 'TIMED_OUT', error: 'timeout' }], at(T0, 2000));
+      expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 2, next_run_at: at(T0, 2000 + 2000) });
+
+      await store.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: at(T0, 4000) });
+      await store.lease.complete([{ jobId: id, leaseGeneration: 3, outcome: 'FAILED', error: 'boom' }], at(T0, 5000));
+      expect(await job(id)).toMatchObject({ state: 'DEAD', attempt: 3, next_run_at: null });
+      expect((await runsOf(id)).map((r) => [r.attempt, r.outcome])).toEqual([
+        [1, 'FAILED'],
+        [2, 'TIMED_OUT'],
+        [3, 'FAILED'],
+      ]);
+    });
+
+    it('schedules a recurring job from the occurrence served, not from the late finish', async () => {
+      const occurrence = new Date('2030-01-01T10:00:00.000Z');
+      const id = await insertJob(db.pool, {
+        state: 'CLAIMED',
+        schedule: '*/5 * * * *',
+        occurrenceAt: occurrence,
+        leaseGeneration: 1,
+      });
+      // Finished 3 min 17 s late: the next occurrence is still 10:05:00 exactly.
+      await store.lease.complete([{ jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 197_000));
+      expect(await job(id)).toMatchObject({
+        state: 'DUE',
+        attempt: 0,
+        occurrence_at: new Date('2030-01-01T10:05:00.000Z'),
+        next_run_at: new Date('2030-01-01T10:05:00.000Z'),
+      });
+    });
+
+    it('records occurrences missed by a run longer than its interval (fire-once: one late run, the rest SKIPPED)', async () => {
+      const occurrence = new Date('2030-01-01T10:00:00.000Z');
+      const id = await insertJob(db.pool, {
+        state: 'CLAIMED',
+        schedule: '* * * * *',
+        occurrenceAt: occurrence,
+        leaseGeneration: 1,
+      });
+      // Ran 3.5 minutes: 10:01, 10:02 and 10:03 passed meanwhile.
+      await store.lease.complete([{ jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 210_000));
+      expect(await job(id)).toMatchObject({
+        state: 'DUE',
+        occurrence_at: new Date('2030-01-01T10:03:00.000Z'),
+        next_run_at: new Date('2030-01-01T10:03:00.000Z'),
+      });
+      const runs = await runsOf(id);
+      expect(runs.map((r) => [r.outcome, r.scheduled_for.toISOString()])).toEqual([
+        ['SUCCEEDED', '2030-01-01T10:00:00.000Z'],
+        ['SKIPPED', '2030-01-01T10:01:00.000Z'],
+        ['SKIPPED', '2030-01-01T10:02:00.000Z'],
+      ]);
+      expect(runs[1].error).toContain('fire-once');
+    });
+
+    it('skip policy: resumes at the next future occurrence and records every missed one', async () => {
+      const occurrence = new Date('2030-01-01T10:00:00.000Z');
+      const id = await insertJob(db.pool, {
+        state: 'CLAIMED',
+        schedule: '* * * * *',
+        occurrenceAt: occurrence,
+        leaseGeneration: 1,
+        misfirePolicy: 'skip',
+      });
+      await store.lease.complete([{ jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 210_000));
+      expect(await job(id)).toMatchObject({ state: 'DUE', next_run_at: new Date('2030-01-01T10:04:00.000Z') });
+      const skipped = (await runsOf(id)).filter((r) => r.outcome === 'SKIPPED').map((r) => r.scheduled_for.toISOString());
+      expect(skipped).toEqual(['2030-01-01T10:01:00.000Z', '2030-01-01T10:02:00.000Z', '2030-01-01T10:03:00.000Z']);
+    });
+
+    it('bounds the SKIPPED rows after a long outage and states the full count', async () => {
+      const occurrence = new Date('2030-01-01T00:00:00.000Z');
+      const id = await insertJob(db.pool, {
+        state: 'CLAIMED',
+        schedule: '* * * * * *',
+        occurrenceAt: occurrence,
+        leaseGeneration: 1,
+        misfirePolicy: 'skip',
+      });
+      await store.lease.complete([{ jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 3_600_000));
+      const skipped = (await runsOf(id)).filter((r) => r.outcome === 'SKIPPED');
+      expect(skipped).toHaveLength(100);
+      expect(skipped[99].error).toContain('3500 later missed occurrences not listed');
+    });
+
+    it('moves a recurring job on to its next occurrence when the attempts for one run out', async () => {
+      const occurrence = new Date('2030-01-01T10:00:00.000Z');
+      const id = await insertJob(db.pool, {
+        state: 'CLAIMED',
+        schedule: '0 * * * *',
+        occurrenceAt: occurrence,
+        leaseGeneration: 2,
+        attempt: 2,
+        maxAttempts: 2,
+      });
+      await store.lease.complete([{ jobId: id, leaseGeneration: 2, outcome: 'FAILED', error: 'x' }], at(occurrence, 1000));
+      expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 0, next_run_at: new Date('2030-01-01T11:00:00.000Z') });
+    });
+  });
+
+  describe('reapExpired', () => {
+    it('returns an expired lease to DUE with the attempt counted and its run LEASE_EXPIRED', async () => {
+      const id = await insertJob(db.pool, {
+        state: 'CLAIMED',
+        leaseGeneration: 3,
+        attempt: 1,
+        maxAttempts: 3,
+        leaseUntil: at(T0, -5000),
+      });
+      const alive = await insertJob(db.pool, { state: 'CLAIMED', leaseUntil: at(T0, 5000) });
+
+      const result = await store.lease.reapExpired({ now: T0 });
+
+      expect(result.expired).toEqual([{ jobId: id, leaseGeneration: 3, leaseOwner: 'agent-fixture', state: 'DUE' }]);
+      expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 1, next_run_at: T0, lease_owner: null, lease_generation: '3' });
+      expect(await runsOf(id)).toMatchObject([{ outcome: 'LEASE_EXPIRED', finished_at: T0 }]);
+      expect((await job(alive)).state).toBe('CLAIMED');
+      // The next claim bumps the generation, so the lost holder's reports are stale.
+      const [next] = await store.lease.claimDue({ owner: 'w2', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: T0 });
+      expect(next).toMatchObject({ jobId: id, leaseGeneration: 4, attempt: 2 });
+      const [late] = await store.lease.complete([{ jobId: id, leaseGeneration: 3, outcome: 'SUCCEEDED' }], T0);
+      expect(late!.kind).toBe('stale');
+    });
+
+    it('sends a one-off job DEAD when the expired attempt was its last', async () => {
+      const id = await insertJob(db.pool, {
+        state: 'CLAIMED',
+        attempt: 3,
+        maxAttempts: 3,
+        leaseGeneration: 3,
+        leaseUntil: at(T0, -1),
+      });
+      const result = await store.lease.reapExpired({ now: T0 });
+      expect(result.expired[0]!.state).toBe('DEAD');
+      expect(await job(id)).toMatchObject({ state: 'DEAD', next_run_at: null });
+    });
+  });
+
+  describe('release', () => {
+    it('gives back an unstarted lease without spending an attempt; stale releases change nothing', async () => {
+      const id = await insertJob(db.pool, { state: 'CLAIMED', attempt: 1, leaseGeneration: 1, nextRunAt: at(T0, -10) });
+      const results = await store.lease.release(
+        [
+          { jobId: id, leaseGeneration: 0 },
+          { jobId: id, leaseGeneration: 1 },
+        ],
+        'agent draining',
+        T0,
+      );
+      expect(results.map((r) => r.kind)).toEqual(['stale', 'released']);
+      expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 0, lease_owner: null, next_run_at: at(T0, -10) });
+      expect(await runsOf(id)).toMatchObject([{ outcome: 'CANCELLED', error: 'released before start: agent draining' }]);
+      const [again] = await store.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: T0 });
+      expect(again).toMatchObject({ attempt: 1, leaseGeneration: 2 });
+    });
+  });
+
+  describe('cancel', () => {
+    it('answers each state', async () => {
+      const due = await insertJob(db.pool, { nextRunAt: at(T0, 60_000) });
+      const claimed = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 2, leaseOwner: 'w9' });
+      const done = await insertJob(db.pool, { state: 'COMPLETED' });
+      const other = await insertJob(db.pool, { namespace: 'other' });
+
+      expect(await store.lease.cancel('default', due, T0)).toEqual({ kind: 'cancelled' });
+      expect(await store.lease.cancel('default', due, T0)).toEqual({ kind: 'already-cancelled' });
+      expect(await store.lease.cancel('default', claimed, T0)).toMatchObject({
+        kind: 'claimed',
+        leaseGeneration: 2,
+        leaseOwner: 'w9',
+      });
+      expect(await store.lease.cancel('default', done, T0)).toEqual({ kind: 'finished', state: 'COMPLETED' });
+      expect(await store.lease.cancel('default', other, T0)).toEqual({ kind: 'not-found' });
+      expect(await store.lease.cancel('default', 'nope', T0)).toEqual({ kind: 'not-found' });
+      expect((await job(due)).state).toBe('CANCELLED');
+      expect((await job(claimed)).state).toBe('CLAIMED');
+    });
+
+    it('has exactly one winner when it races a claim, every time', async () => {
+      const claimer = db.createStore({ maxConnections: 1 });
+      const canceller = db.createStore({ maxConnections: 1 });
+      const trials = 300;
+      let cancels = 0;
+      let claims = 0;
+      for (let i = 0; i < trials; i++) {
+        const id = await insertJob(db.pool, { nextRunAt: at(T0, -1) });
+        const [claimed, cancelled] = await Promise.all([
+          claimer.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: T0 }),
+          canceller.lease.cancel('default', id, T0),
+        ]);
+        const wonClaim = claimed.length === 1;
+        if (wonClaim) {
+          claims++;
+          expect(cancelled.kind).toBe('claimed');
+          expect((await job(id)).state).toBe('CLAIMED');
+        } else {
+          cancels++;
+          expect(cancelled.kind).toBe('cancelled');
+          expect((await job(id)).state).toBe('CANCELLED');
+          expect(await runsOf(id)).toEqual([]);
+        }
+        await db.pool.query("UPDATE jobs SET state = 'COMPLETED', next_run_at = NULL WHERE id = $1", [id]);
+      }
+      expect(cancels + claims).toBe(trials);
+    });
+  });
+
+  describe('pause, resume, trigger', () => {
+    it('pauses and resumes a due job; a claimed one conflicts', async () => {
+      const id = await insertJob(db.pool, { nextRunAt: at(T0, -1) });
+      expect(await store.lease.pause('default', id, T0)).toEqual({ kind: 'done', jobId: id });
+      expect(await store.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 5, leaseMs: LEASE_MS, now: T0 })).toEqual([]);
+      expect(await store.lease.resume('default', id, T0)).toEqual({ kind: 'done', jobId: id });
+      expect(await store.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 5, leaseMs: LEASE_MS, now: T0 })).toHaveLength(1);
+      expect(await store.lease.pause('default', id, T0)).toEqual({ kind: 'conflict', state: 'CLAIMED' });
+      expect(await store.lease.resume('default', 'x', T0)).toEqual({ kind: 'not-found' });
+    });
+
+    it('trigger runs a recurring job now and the schedule carries on unchanged', async () => {
+      const nextOccurrence = new Date('2030-01-01T12:00:00.000Z');
+      const id = await insertJob(db.pool, { schedule: '0 12 * * *', nextRunAt: nextOccurrence, occurrenceAt: nextOccurrence });
+      const now = new Date('2030-01-01T09:30:00.000Z');
+      expect(await store.lease.trigger('default', id, now)).toEqual({ kind: 'done', jobId: id });
+      const [run] = await store.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now });
+      expect(run!.scheduledFor).toEqual(now);
+      await store.lease.complete([{ jobId: id, leaseGeneration: run!.leaseGeneration, outcome: 'SUCCEEDED' }], at(now, 1000));
+      expect(await job(id)).toMatchObject({ state: 'DUE', next_run_at: nextOccurrence });
+    });
+
+    it('trigger revives a DEAD job with a fresh attempt budget', async () => {
+      const id = await insertJob(db.pool, { state: 'DEAD', attempt: 3, maxAttempts: 3, nextRunAt: null });
+      expect(await store.lease.trigger('default', id, T0)).toEqual({ kind: 'done', jobId: id });
+      expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 0, next_run_at: T0 });
+      expect(await store.lease.trigger('default', (await insertJob(db.pool, { state: 'CANCELLED', nextRunAt: null })), T0)).toEqual({
+        kind: 'conflict',
+        state: 'CANCELLED',
+      });
+    });
+  });
+});

@@ -1,0 +1,619 @@
+/**
+ * Every statement that claims, renews, completes, releases, cancels, pauses,
+ * resumes, triggers or reaps a job. Nothing else in Kairos writes `jobs.state`
+ * after creation. The protocol is described in ../README.md ("Lease protocol");
+ * the short version:
+ *
+ * - A lease is identified by (job id, lease_generation). The database row is the
+ *   only authority; the generation is bumped by every claim and never reused, so
+ *   it doubles as the fencing token handed to handlers.
+ * - Every write after a claim is conditioned on `state = 'CLAIMED' AND
+ *   lease_generation = $gen`. Zero rows is an outcome (`stale`/`lost`), never an
+ *   error and never a partial write.
+ * - The database clock decides. Each function takes an optional `now` that
+ *   replaces `now()` in SQL, so tests can pin time; production passes nothing.
+ * - Batches are the rule: claim, renew, complete and release take many leases
+ *   per call and commit once, so durable commits per job stay well below one.
+ */
+import type { Pool, PoolClient } from 'pg';
+import { MISFIRE_POLICIES, type MisfirePolicy } from '@kairos/schedule';
+import { wrapStoreError } from './pg-errors';
+import { settle, type AttemptOutcome, type RetryPolicy, type Settlement } from './settle';
+
+/** A lease as the agent names it: job id plus the generation it was claimed with. */
+export interface LeaseRef {
+  jobId: string;
+  leaseGeneration: number;
+}
+
+export interface ClaimRequest {
+  /** Who holds the leases (the agent id); recorded as lease_owner and runs.worker_id. */
+  owner: string;
+  /** Task names the claimer can run; only these are claimed. */
+  tasks: readonly string[];
+  /** At most this many (the claimer's free slots). */
+  limit: number;
+  leaseMs: number;
+  now?: Date;
+}
+
+export interface ClaimedJob {
+  jobId: string;
+  runId: number;
+  namespace: string;
+  task: string;
+  payload: unknown;
+  attempt: number;
+  maxAttempts: number;
+  /** The fencing token. */
+  leaseGeneration: number;
+  leaseUntil: Date;
+  /** Lease length granted, measured by the database clock. */
+  leaseRemainingMs: number;
+  timeoutMs: number | null;
+  /** The schedule occurrence this run serves. */
+  scheduledFor: Date;
+  /** When it became claimable (the occurrence, or a retry time). */
+  dueAt: Date;
+  claimedAt: Date;
+}
+
+export type LeaseLostReason = 'stale-generation' | 'expired' | 'not-found';
+
+export type RenewResult =
+  | { kind: 'renewed'; jobId: string; leaseGeneration: number; remainingMs: number }
+  | { kind: 'lost'; jobId: string; leaseGeneration: number; reason: LeaseLostReason };
+
+export interface CompletionReport extends LeaseRef {
+  outcome: Exclude<AttemptOutcome, 'LEASE_EXPIRED'>;
+  error?: string | null;
+}
+
+export type CompleteResult =
+  | { kind: 'recorded'; jobId: string; leaseGeneration: number; state: Settlement['state']; nextRunAt: Date | null }
+  | { kind: 'stale'; jobId: string; leaseGeneration: number };
+
+export type ReleaseResult = { kind: 'released' | 'stale'; jobId: string; leaseGeneration: number };
+
+export type CancelResult =
+  | { kind: 'cancelled' }
+  | { kind: 'already-cancelled' }
+  | { kind: 'claimed'; leaseGeneration: number; leaseOwner: string | null; leaseUntil: Date | null; runId: number | null }
+  | { kind: 'finished'; state: 'COMPLETED' | 'DEAD' }
+  | { kind: 'not-found' };
+
+/** pause / resume / trigger: done, or why not. */
+export type ControlResult =
+  | { kind: 'done'; jobId: string }
+  | { kind: 'conflict'; state: string }
+  | { kind: 'not-found' };
+
+export interface ReapResult {
+  /** Leases found expired and settled (runs marked LEASE_EXPIRED). */
+  expired: Array<{ jobId: string; leaseGeneration: number; leaseOwner: string | null; state: Settlement['state'] }>;
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isJobId(value: string): boolean {
+  return UUID_RE.test(value);
+}
+
+export interface LeaseStatements {
+  claimDue(request: ClaimRequest): Promise<ClaimedJob[]>;
+  renew(leases: readonly LeaseRef[], leaseMs: number, now?: Date): Promise<RenewResult[]>;
+  complete(reports: readonly CompletionReport[], now?: Date): Promise<CompleteResult[]>;
+  release(leases: readonly LeaseRef[], reason: string, now?: Date): Promise<ReleaseResult[]>;
+  reapExpired(options?: { limit?: number; now?: Date }): Promise<ReapResult>;
+  cancel(namespace: string, jobId: string, now?: Date): Promise<CancelResult>;
+  pause(namespace: string, jobId: string, now?: Date): Promise<ControlResult>;
+  resume(namespace: string, jobId: string, now?: Date): Promise<ControlResult>;
+  trigger(namespace: string, jobId: string, now?: Date): Promise<ControlResult>;
+}
+
+export function leaseStatements(pool: Pool, retry: RetryPolicy = {}): LeaseStatements {
+  return {
+    claimDue: (request) => guard('claimDue', () => claimDue(pool, request)),
+    renew: (leases, leaseMs, now) => guard('renew', () => renew(pool, leases, leaseMs, now)),
+    complete: (reports, now) => guard('complete', () => complete(pool, reports, retry, now)),
+    release: (leases, reason, now) => guard('release', () => release(pool, leases, reason, now)),
+    reapExpired: (options) => guard('reapExpired', () => reapExpired(pool, retry, options)),
+    cancel: (namespace, jobId, now) => guard('cancel', () => cancel(pool, namespace, jobId, now)),
+    pause: (namespace, jobId, now) => guard('pause', () => pause(pool, namespace, jobId, now)),
+    resume: (namespace, jobId, now) => guard('resume', () => resume(pool, namespace, jobId, now)),
+    trigger: (namespace, jobId, now) => guard('trigger', () => trigger(pool, namespace, jobId, now)),
+  };
+}
+
+async function guard<T>(context: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error: unknown) {
+    throw wrapStoreError(`lease.${context}`, error);
+  }
+}
+
+const NOW = (param: number) => `coalesce($${param}::timestamptz, now())`;
+
+// ---------------------------------------------------------------------------
+// claim
+
+/**
+ * One statement: lock the oldest due rows this claimer can run (skipping rows
+ * another claimer or a cancel holds), mark them CLAIMED with a new generation,
+ * and insert their RUNNING run rows. Never read-then-write: two claimers can
+ * never both see a row as DUE, because the row lock is taken by the same
+ * statement that changes the state, and SKIP LOCKED makes the loser move on to
+ * the next row instead of waiting. Order inside a spike is therefore not strict.
+ *
+ * Planner note: the `due` CTE reads the partial index jobs_due_next_run_at_idx
+ * from its head; the task filter is applied to the rows read.
+ */
+export const CLAIM_SQL = `
+WITH due AS (
+  SELECT id FROM jobs
+  WHERE state = 'DUE' AND next_run_at <= ${NOW(1)} AND task = ANY($2::text[])
+  ORDER BY next_run_at
+  LIMIT $3
+  FOR UPDATE SKIP LOCKED
+), claimed AS (
+  UPDATE jobs j SET
+    state = 'CLAIMED',
+    lease_owner = $4,
+    lease_until = ${NOW(1)} + make_interval(secs => $5::double precision / 1000),
+    lease_generation = j.lease_generation + 1,
+    attempt = j.attempt + 1,
+    updated_at = ${NOW(1)}
+  FROM due WHERE j.id = due.id
+  RETURNING j.id, j.namespace, j.task, j.payload, j.attempt, j.max_attempts, j.lease_generation,
+            j.lease_until, j.timeout_ms, j.occurrence_at, j.next_run_at
+), inserted AS (
+  INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, outcome)
+  SELECT id, attempt, lease_generation, occurrence_at, $4, ${NOW(1)}, 'RUNNING' FROM claimed
+  RETURNING id, job_id
+)
+SELECT c.*, i.id AS run_id, ${NOW(1)} AS claimed_at
+FROM claimed c JOIN inserted i ON i.job_id = c.id
+ORDER BY c.next_run_at`;
+
+async function claimDue(pool: Pool, request: ClaimRequest): Promise<ClaimedJob[]> {
+  if (request.limit <= 0 || request.tasks.length === 0) return [];
+  const { rows } = await pool.query(CLAIM_SQL, [
+    request.now ?? null,
+    request.tasks,
+    request.limit,
+    request.owner,
+    request.leaseMs,
+  ]);
+  return rows.map((row) => ({
+    jobId: row.id,
+    runId: Number(row.run_id),
+    namespace: row.namespace,
+    task: row.task,
+    payload: row.payload,
+    attempt: row.attempt,
+    maxAttempts: row.max_attempts,
+    leaseGeneration: Number(row.lease_generation),
+    leaseUntil: row.lease_until,
+    leaseRemainingMs: request.leaseMs,
+    timeoutMs: row.timeout_ms,
+    scheduledFor: row.occurrence_at,
+    dueAt: row.next_run_at,
+    claimedAt: row.claimed_at,
+  }));
+}
+
+// ---------------------------------------------------------------------------
+// renew
+
+/**
+ * One UPDATE for a whole heartbeat. A lease is renewed only if the row is still
+ * CLAIMED with the same generation: a lease that expired but was not yet reaped
+ * is renewed too, which is safe because nobody else can hold it until the
+ * generation moves. The remaining time is computed by the database and returned
+ * as a duration, so the agent never compares its clock with ours.
+ */
+const RENEW_SQL = `
+UPDATE jobs j SET
+  lease_until = ${NOW(1)} + make_interval(secs => $2::double precision / 1000),
+  updated_at = ${NOW(1)}
+FROM unnest($3::uuid[], $4::bigint[]) AS r(id, generation)
+WHERE j.id = r.id AND j.lease_generation = r.generation AND j.state = 'CLAIMED'
+RETURNING j.id, j.lease_generation,
+  floor(extract(epoch FROM (j.lease_until - ${NOW(1)})) * 1000)::bigint AS remaining_ms`;
+
+async function renew(pool: Pool, leases: readonly LeaseRef[], leaseMs: number, now?: Date): Promise<RenewResult[]> {
+  const valid = leases.filter((lease) => isJobId(lease.jobId));
+  const renewed = new Map<string, number>();
+  if (valid.length > 0) {
+    const { rows } = await pool.query(RENEW_SQL, [
+      now ?? null,
+      leaseMs,
+      valid.map((lease) => lease.jobId),
+      valid.map((lease) => lease.leaseGeneration),
+    ]);
+    for (const row of rows) renewed.set(leaseKey(row.id, Number(row.lease_generation)), Number(row.remaining_ms));
+  }
+  const lostIds = leases.filter((lease) => !renewed.has(leaseKey(lease.jobId, lease.leaseGeneration)));
+  const current = await currentGenerations(pool, lostIds);
+  return leases.map((lease): RenewResult => {
+    const remainingMs = renewed.get(leaseKey(lease.jobId, lease.leaseGeneration));
+    if (remainingMs !== undefined) return { kind: 'renewed', ...lease, remainingMs };
+    const now = current.get(lease.jobId);
+    const reason: LeaseLostReason =
+      now === undefined ? 'not-found' : now.generation !== lease.leaseGeneration ? 'stale-generation' : 'expired';
+    return { kind: 'lost', ...lease, reason };
+  });
+}
+
+async function currentGenerations(
+  pool: Pool,
+  leases: readonly LeaseRef[],
+): Promise<Map<string, { generation: number; state: string }>> {
+  const ids = [...new Set(leases.map((lease) => lease.jobId).filter(isJobId))];
+  const result = new Map<string, { generation: number; state: string }>();
+  if (ids.length === 0) return result;
+  const { rows } = await pool.query('SELECT id, lease_generation, state FROM jobs WHERE id = ANY($1::uuid[])', [ids]);
+  for (const row of rows) result.set(row.id, { generation: Number(row.lease_generation), state: row.state });
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// complete and reap share the settlement path
+
+interface LockedJob {
+  id: string;
+  leaseGeneration: number;
+  leaseOwner: string | null;
+  schedule: string | null;
+  timezone: string;
+  occurrenceAt: Date;
+  attempt: number;
+  maxAttempts: number;
+  misfirePolicy: MisfirePolicy;
+}
+
+const LOCKED_COLUMNS = `j.id, j.lease_generation, j.lease_owner, j.schedule, j.timezone, j.occurrence_at,
+  j.attempt, j.max_attempts, j.misfire_policy`;
+
+function toLockedJob(row: Record<string, unknown>): LockedJob {
+  const policy = row.misfire_policy as MisfirePolicy;
+  if (!MISFIRE_POLICIES.includes(policy)) throw new Error(`unknown misfire policy ${String(policy)}`);
+  return {
+    id: row.id as string,
+    leaseGeneration: Number(row.lease_generation),
+    leaseOwner: (row.lease_owner as string | null) ?? null,
+    schedule: (row.schedule as string | null) ?? null,
+    timezone: row.timezone as string,
+    occurrenceAt: row.occurrence_at as Date,
+    attempt: row.attempt as number,
+    maxAttempts: row.max_attempts as number,
+    misfirePolicy: policy,
+  };
+}
+
+interface Ending {
+  job: LockedJob;
+  outcome: AttemptOutcome;
+  error: string | null;
+}
+
+/** Upper bound on a stored error message, so a chatty handler cannot bloat the runs table. */
+export const MAX_ERROR_CHARS = 4096;
+
+async function complete(
+  pool: Pool,
+  reports: readonly CompletionReport[],
+  retry: RetryPolicy,
+  now?: Date,
+): Promise<CompleteResult[]> {
+  if (reports.length === 0) return [];
+  // Duplicates within one batch: the first report wins, the others are stale.
+  const firstIndex = new Map<string, number>();
+  reports.forEach((report, index) => {
+    const key = leaseKey(report.jobId, report.leaseGeneration);
+    if (isJobId(report.jobId) && !firstIndex.has(key)) firstIndex.set(key, index);
+  });
+  const candidates = [...firstIndex.values()].map((index) => reports[index]!);
+  const settled = new Map<string, Settlement>();
+  if (candidates.length > 0) {
+    await inTransaction(pool, async (client) => {
+      const { rows } = await client.query(
+        `SELECT ${LOCKED_COLUMNS}, ${NOW(1)} AS now
+         FROM jobs j JOIN unnest($2::uuid[], $3::bigint[]) AS r(id, generation)
+           ON j.id = r.id AND j.lease_generation = r.generation
+         WHERE j.state = 'CLAIMED'
+         ORDER BY j.id
+         FOR UPDATE OF j`,
+        [now ?? null, candidates.map((r) => r.jobId), candidates.map((r) => r.leaseGeneration)],
+      );
+      if (rows.length === 0) return;
+      const dbNow = rows[0]!.now as Date;
+      const byLease = new Map(candidates.map((report) => [leaseKey(report.jobId, report.leaseGeneration), report]));
+      const endings = rows.map((row): Ending => {
+        const job = toLockedJob(row);
+        const report = byLease.get(leaseKey(job.id, job.leaseGeneration))!;
+        return { job, outcome: report.outcome, error: truncateError(report.error) };
+      });
+      const results = await applyEndings(client, endings, dbNow, retry);
+      for (const { job } of endings) settled.set(leaseKey(job.id, job.leaseGeneration), results.get(job.id)!);
+    });
+  }
+  return reports.map((report, index): CompleteResult => {
+    const key = leaseKey(report.jobId, report.leaseGeneration);
+    const settlement = firstIndex.get(key) === index ? settled.get(key) : undefined;
+    if (settlement === undefined) return { kind: 'stale', jobId: report.jobId, leaseGeneration: report.leaseGeneration };
+    return {
+      kind: 'recorded',
+      jobId: report.jobId,
+      leaseGeneration: report.leaseGeneration,
+      state: settlement.state,
+      nextRunAt: settlement.nextRunAt,
+    };
+  });
+}
+
+/**
+ * Leases whose lease_until has passed go back to DUE (or DEAD at the cap, or the
+ * next occurrence for a recurring job at the cap); their run is marked
+ * LEASE_EXPIRED. SKIP LOCKED lets reapers on several coordinators share the work,
+ * and lets a concurrent completion of the same row win: it holds the lock, and
+ * once it commits the row is no longer CLAIMED with that generation.
+ */
+async function reapExpired(
+  pool: Pool,
+  retry: RetryPolicy,
+  options: { limit?: number; now?: Date } = {},
+): Promise<ReapResult> {
+  return inTransaction(pool, async (client) => {
+    const { rows } = await client.query(
+      `SELECT ${LOCKED_COLUMNS}, ${NOW(1)} AS now
+       FROM jobs j
+       WHERE j.state = 'CLAIMED' AND j.lease_until < ${NOW(1)}
+       ORDER BY j.lease_until
+       LIMIT $2
+       FOR UPDATE SKIP LOCKED`,
+      [options.now ?? null, options.limit ?? 1000],
+    );
+    if (rows.length === 0) return { expired: [] };
+    const dbNow = rows[0]!.now as Date;
+    const endings = rows.map(
+      (row): Ending => ({ job: toLockedJob(row), outcome: 'LEASE_EXPIRED', error: 'lease expired: the worker stopped renewing' }),
+    );
+    const settled = await applyEndings(client, endings, dbNow, retry);
+    return {
+      expired: endings.map(({ job }) => ({
+        jobId: job.id,
+        leaseGeneration: job.leaseGeneration,
+        leaseOwner: job.leaseOwner,
+        state: settled.get(job.id)!.state,
+      })),
+    };
+  });
+}
+
+/** Upper bound on SKIPPED rows written for one missed stretch; the last row states the full count. */
+const SKIPPED_ROWS_LIMIT = 100;
+
+/** Writes the settlement of locked, CLAIMED rows: job row, run row, and SKIPPED rows. Three statements. */
+async function applyEndings(
+  client: PoolClient,
+  endings: readonly Ending[],
+  now: Date,
+  retry: RetryPolicy,
+): Promise<Map<string, Settlement>> {
+  const settled = new Map<string, Settlement>();
+  for (const ending of endings) settled.set(ending.job.id, settle(ending.job, ending.outcome, now, retry));
+
+  const ids = endings.map((e) => e.job.id);
+  const plans = ids.map((id) => settled.get(id)!);
+  await client.query(
+    `UPDATE jobs j SET
+       state = u.state, next_run_at = u.next_run_at, occurrence_at = u.occurrence_at, attempt = u.attempt,
+       lease_until = NULL, lease_owner = NULL, updated_at = $6
+     FROM unnest($1::uuid[], $2::kairos_job_state[], $3::timestamptz[], $4::timestamptz[], $5::int[])
+       AS u(id, state, next_run_at, occurrence_at, attempt)
+     WHERE j.id = u.id`,
+    [ids, plans.map((p) => p.state), plans.map((p) => p.nextRunAt), plans.map((p) => p.occurrenceAt), plans.map((p) => p.attempt), now],
+  );
+  await client.query(
+    `UPDATE runs r SET outcome = u.outcome, error = u.error, finished_at = $5
+     FROM unnest($1::uuid[], $2::bigint[], $3::kairos_run_outcome[], $4::text[]) AS u(job_id, generation, outcome, error)
+     WHERE r.job_id = u.job_id AND r.lease_generation = u.generation AND r.outcome = 'RUNNING'`,
+    [ids, endings.map((e) => e.job.leaseGeneration), endings.map((e) => e.outcome), endings.map((e) => e.error), now],
+  );
+
+  const skippedJobIds: string[] = [];
+  const skippedFor: Date[] = [];
+  const skippedNotes: string[] = [];
+  for (const { job } of endings) {
+    const plan = settled.get(job.id)!;
+    const listed = plan.skipped.slice(0, SKIPPED_ROWS_LIMIT);
+    listed.forEach((occurrence, index) => {
+      skippedJobIds.push(job.id);
+      skippedFor.push(occurrence);
+      const unlisted = plan.skippedCount - listed.length;
+      skippedNotes.push(
+        `occurrence missed (misfire policy ${job.misfirePolicy})` +
+          (index === listed.length - 1 && unlisted > 0 ? `; ${unlisted} later missed occurrences not listed` : ''),
+      );
+    });
+  }
+  if (skippedJobIds.length > 0) {
+    await client.query(
+      `INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, outcome, finished_at, error)
+       SELECT u.job_id, 0, NULL, u.scheduled_for, 'SKIPPED', $4, u.note
+       FROM unnest($1::uuid[], $2::timestamptz[], $3::text[]) AS u(job_id, scheduled_for, note)`,
+      [skippedJobIds, skippedFor, skippedNotes, now],
+    );
+  }
+  return settled;
+}
+
+// ---------------------------------------------------------------------------
+// release (an agent drains: give back leases it has not started)
+
+async function release(pool: Pool, leases: readonly LeaseRef[], reason: string, now?: Date): Promise<ReleaseResult[]> {
+  const valid = leases.filter((lease) => isJobId(lease.jobId));
+  const released = new Set<string>();
+  if (valid.length > 0) {
+    const { rows } = await pool.query(
+      `WITH released AS (
+         UPDATE jobs j SET state = 'DUE', lease_owner = NULL, lease_until = NULL,
+           attempt = j.attempt - 1, updated_at = ${NOW(1)}
+         FROM unnest($2::uuid[], $3::bigint[]) AS r(id, generation)
+         WHERE j.id = r.id AND j.lease_generation = r.generation AND j.state = 'CLAIMED'
+         RETURNING j.id, j.lease_generation
+       ), runs_closed AS (
+         UPDATE runs r SET outcome = 'CANCELLED', finished_at = ${NOW(1)}, error = $4
+         FROM released WHERE r.job_id = released.id AND r.lease_generation = released.lease_generation
+           AND r.outcome = 'RUNNING'
+       )
+       SELECT id, lease_generation FROM released`,
+      [now ?? null, valid.map((l) => l.jobId), valid.map((l) => l.leaseGeneration), truncateError(`released before start: ${reason}`)],
+    );
+    for (const row of rows) released.add(leaseKey(row.id, Number(row.lease_generation)));
+  }
+  return leases.map((lease) => ({
+    kind: released.has(leaseKey(lease.jobId, lease.leaseGeneration)) ? 'released' : 'stale',
+    ...lease,
+  }));
+}
+
+// ---------------------------------------------------------------------------
+// cancel, pause, resume, trigger (client operations on one job)
+
+/**
+ * Cancel wins only over a job nobody holds. The UPDATE takes the row lock; if a
+ * claim holds it, the UPDATE waits for the claim to commit, re-reads the row,
+ * finds it CLAIMED and matches nothing. A claim that comes second skips the
+ * locked row (SKIP LOCKED) and then finds it CANCELLED. So exactly one of them
+ * wins, and a `claimed` answer means the job is running or about to.
+ */
+async function cancel(pool: Pool, namespace: string, jobId: string, now?: Date): Promise<CancelResult> {
+  if (!isJobId(jobId)) return { kind: 'not-found' };
+  const updated = await pool.query(
+    `UPDATE jobs SET state = 'CANCELLED', next_run_at = NULL, updated_at = ${NOW(1)}
+     WHERE id = $2 AND namespace = $3 AND state IN ('DUE', 'PAUSED')
+     RETURNING id`,
+    [now ?? null, jobId, namespace],
+  );
+  if (updated.rowCount === 1) return { kind: 'cancelled' };
+  const { rows } = await pool.query(
+    `SELECT j.state, j.lease_generation, j.lease_owner, j.lease_until, r.id AS run_id
+     FROM jobs j LEFT JOIN runs r ON r.job_id = j.id AND r.lease_generation = j.lease_generation
+     WHERE j.id = $1 AND j.namespace = $2`,
+    [jobId, namespace],
+  );
+  const row = rows[0];
+  if (row === undefined) return { kind: 'not-found' };
+  switch (row.state as string) {
+    case 'CANCELLED':
+      return { kind: 'already-cancelled' };
+    case 'COMPLETED':
+    case 'DEAD':
+      return { kind: 'finished', state: row.state };
+    case 'CLAIMED':
+      return {
+        kind: 'claimed',
+        leaseGeneration: Number(row.lease_generation),
+        leaseOwner: row.lease_owner,
+        leaseUntil: row.lease_until,
+        runId: row.run_id === null ? null : Number(row.run_id),
+      };
+    default:
+      // DUE or PAUSED again: another transaction moved it between our two reads
+      // (e.g. a claim that just completed). Try again.
+      return cancel(pool, namespace, jobId, now);
+  }
+}
+
+async function controlUpdate(
+  pool: Pool,
+  namespace: string,
+  jobId: string,
+  sql: string,
+  now: Date | undefined,
+  /** States in which the call is already satisfied: answered `done` without a write. */
+  noopStates: readonly string[] = [],
+): Promise<ControlResult> {
+  if (!isJobId(jobId)) return { kind: 'not-found' };
+  const updated = await pool.query(sql, [now ?? null, jobId, namespace]);
+  if (updated.rowCount === 1) return { kind: 'done', jobId };
+  const { rows } = await pool.query('SELECT state FROM jobs WHERE id = $1 AND namespace = $2', [jobId, namespace]);
+  if (rows[0] === undefined) return { kind: 'not-found' };
+  return noopStates.includes(rows[0].state) ? { kind: 'done', jobId } : { kind: 'conflict', state: rows[0].state };
+}
+
+/** DUE -> PAUSED (PAUSED: no-op). A CLAIMED job is running: pause it once the run has ended. */
+function pause(pool: Pool, namespace: string, jobId: string, now?: Date): Promise<ControlResult> {
+  return controlUpdate(
+    pool,
+    namespace,
+    jobId,
+    `UPDATE jobs SET state = 'PAUSED', updated_at = ${NOW(1)}
+     WHERE id = $2 AND namespace = $3 AND state = 'DUE'`,
+    now,
+    ['PAUSED'],
+  );
+}
+
+/** PAUSED -> DUE (DUE, CLAIMED: no-op); occurrences missed while paused follow the misfire policy. */
+function resume(pool: Pool, namespace: string, jobId: string, now?: Date): Promise<ControlResult> {
+  return controlUpdate(
+    pool,
+    namespace,
+    jobId,
+    `UPDATE jobs SET state = 'DUE', updated_at = ${NOW(1)}
+     WHERE id = $2 AND namespace = $3 AND state = 'PAUSED'`,
+    now,
+    ['DUE', 'CLAIMED'],
+  );
+}
+
+/**
+ * Run now. A DUE job waiting for a future occurrence gets an extra occurrence
+ * at `now` (the schedule then carries on from it, so nothing scheduled is lost);
+ * a DEAD job is revived with a fresh attempt budget.
+ */
+function trigger(pool: Pool, namespace: string, jobId: string, now?: Date): Promise<ControlResult> {
+  return controlUpdate(
+    pool,
+    namespace,
+    jobId,
+    `UPDATE jobs SET
+       state = 'DUE',
+       attempt = CASE WHEN state = 'DEAD' THEN 0 ELSE attempt END,
+       occurrence_at = CASE WHEN state = 'DUE' AND occurrence_at > ${NOW(1)} THEN ${NOW(1)} ELSE occurrence_at END,
+       next_run_at = LEAST(coalesce(next_run_at, ${NOW(1)}), ${NOW(1)}),
+       updated_at = ${NOW(1)}
+     WHERE id = $2 AND namespace = $3 AND state IN ('DUE', 'DEAD')`,
+    now,
+  );
+}
+
+// ---------------------------------------------------------------------------
+
+function leaseKey(jobId: string, generation: number): string {
+  return `${jobId.toLowerCase()}#${generation}`;
+}
+
+function truncateError(error: string | null | undefined): string | null {
+  if (error === undefined || error === null) return null;
+  return error.length > MAX_ERROR_CHARS ? `${error.slice(0, MAX_ERROR_CHARS)}…` : error;
+}
+
+async function inTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error: unknown) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}

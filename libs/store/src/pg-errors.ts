@@ -1,0 +1,57 @@
+/**
+ * SQLSTATE codes the store turns into outcomes or typed errors. Everything the
+ * store does not expect stays an exception (with the driver error as `cause`).
+ *
+ * | SQLSTATE | name                  | where it can happen                 | becomes                         |
+ * |----------|-----------------------|-------------------------------------|---------------------------------|
+ * | 23505    | unique_violation      | create with an idempotency key      | the `existing`/`conflict` check |
+ * | 23505    | unique_violation      | a second run row for one generation | StoreInvariantError (a bug)     |
+ * | 23514    | check_violation       | a write breaking a jobs/runs CHECK   | StoreInvariantError (a bug)     |
+ * | 22P02    | invalid_text_representation | a job id that is not a uuid   | treated as not found            |
+ * | 40001    | serialization_failure | never at READ COMMITTED             | rethrown                        |
+ * | 57P01 / 08xxx | admin shutdown / connection failure | database restart | StoreUnavailableError       |
+ */
+export const SQLSTATE = {
+  uniqueViolation: '23505',
+  checkViolation: '23514',
+  invalidTextRepresentation: '22P02',
+  adminShutdown: '57P01',
+  cannotConnectNow: '57P03',
+} as const;
+
+export function sqlState(error: unknown): string | undefined {
+  if (typeof error === 'object' && error !== null && 'code' in error) {
+    const code = (error as { code: unknown }).code;
+    if (typeof code === 'string') return code;
+  }
+  return undefined;
+}
+
+/** The database cannot be reached or is restarting; callers retry later. */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+}
+
+/** A write broke a constraint that the store's own statements should never break. */
+export class StoreInvariantError extends Error {
+  override readonly name = 'StoreInvariantError';
+}
+
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', SQLSTATE.adminShutdown, SQLSTATE.cannotConnectNow]);
+
+export function isConnectionError(error: unknown): boolean {
+  const code = sqlState(error);
+  if (code !== undefined && (CONNECTION_CODES.has(code) || code.startsWith('08'))) return true;
+  return error instanceof Error && /Connection terminated|connection timeout|Client has encountered a connection error/i.test(error.message);
+}
+
+/** Wraps a driver error: connection trouble becomes StoreUnavailableError, the rest keeps its cause. */
+export function wrapStoreError(context: string, error: unknown): Error {
+  if (error instanceof StoreUnavailableError || error instanceof StoreInvariantError) return error;
+  if (isConnectionError(error)) return new StoreUnavailableError(`${context}: database unavailable`, { cause: error });
+  const code = sqlState(error);
+  if (code === SQLSTATE.checkViolation || code === SQLSTATE.uniqueViolation) {
+    return new StoreInvariantError(`${context}: constraint violated`, { cause: error });
+  }
+  return new Error(`${context} failed`, { cause: error });
+}

@@ -1,0 +1,63 @@
+/**
+ * Drizzle table definitions, used by the query-builder modules (jobs.ts, runs.ts).
+ * Not exported from the package: callers see the store's typed API only.
+ *
+ * The SQL migrations in ../migrations are the source of truth for the database;
+ * `schema.pg.test.ts` checks that these definitions name the same columns.
+ */
+import { sql } from 'drizzle-orm';
+import { bigint, integer, jsonb, pgEnum, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+
+export const jobState = pgEnum('kairos_job_state', ['DUE', 'CLAIMED', 'COMPLETED', 'DEAD', 'PAUSED', 'CANCELLED']);
+export const runOutcome = pgEnum('kairos_run_outcome', [
+  'RUNNING',
+  'SUCCEEDED',
+  'FAILED',
+  'TIMED_OUT',
+  'LEASE_EXPIRED',
+  'CANCELLED',
+  'SKIPPED',
+]);
+export const misfirePolicy = pgEnum('kairos_misfire_policy', ['fire-once', 'skip']);
+
+const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+
+export const jobs = pgTable('jobs', {
+  id: uuid('id').primaryKey().defaultRandom(),
+  namespace: text('namespace').notNull().default('default'),
+  name: text('name'),
+  task: text('task').notNull(),
+  schedule: text('schedule'),
+  runAt: tstz('run_at'),
+  timezone: text('timezone').notNull().default('UTC'),
+  payload: jsonb('payload').notNull().default(sql`'{}'::jsonb`),
+  state: jobState('state').notNull().default('DUE'),
+  occurrenceAt: tstz('occurrence_at'),
+  nextRunAt: tstz('next_run_at'),
+  leaseUntil: tstz('lease_until'),
+  leaseOwner: text('lease_owner'),
+  leaseGeneration: bigint('lease_generation', { mode: 'number' }).notNull().default(sql`0`),
+  attempt: integer('attempt').notNull().default(0),
+  maxAttempts: integer('max_attempts').notNull().default(3),
+  timeoutMs: integer('timeout_ms'),
+  misfirePolicy: misfirePolicy('misfire_policy').notNull().default('fire-once'),
+  idempotencyKey: text('idempotency_key'),
+  requestDigest: text('request_digest'),
+  createdAt: tstz('created_at').notNull().defaultNow(),
+  updatedAt: tstz('updated_at').notNull().defaultNow(),
+});
+
+export const runs = pgTable('runs', {
+  id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+  jobId: uuid('job_id')
+    .notNull()
+    .references(() => jobs.id, { onDelete: 'cascade' }),
+  attempt: integer('attempt').notNull(),
+  leaseGeneration: bigint('lease_generation', { mode: 'number' }),
+  scheduledFor: tstz('scheduled_for').notNull(),
+  workerId: text('worker_id'),
+  startedAt: tstz('started_at'),
+  finishedAt: tstz('finished_at'),
+  outcome: runOutcome('outcome').notNull(),
+  error: text('error'),
+});

@@ -1,0 +1,16 @@
+export { startTestCluster, stopTestCluster, withClient, withDatabase, ENV_ADMIN_URL, ENV_TEMPLATE_DB, type TestCluster } from './cluster';
+export { createTestDatabase, type TestDatabase } from './database';
+export { waitFor, type WaitForOptions } from './wait-for';
+export { insertJob, insertDueJobs, at, type JobFixture } from './factories';
+export {
+  spawnNode,
+  stopAll,
+  startCoordinatorProcess,
+  startAgentProcess,
+  COORDINATOR_MAIN,
+  AGENT_MAIN,
+  type ManagedProcess,
+  type CoordinatorProcess,
+  type LogLine,
+} from './processes';
+export { restClient, type RestResponse } from './rest-client';
