@@ -35,7 +35,7 @@ describe('claim cost does not grow with far-future jobs', () => {
       // Buffers touched by the scan that feeds the claim (the `due` CTE).
       const scan = findNode(plan.Plan, (node) => node['Index Name'] === 'jobs_due_next_run_at_idx');
       if (!scan) throw new Error(`claim does not scan jobs_due_next_run_at_idx: ${text}`);
-      return { plan: text, buffers: scan['Shared Hit Blocks'] + scan['Shared Read Blocks'] };
+      return { plan: text, buffers: Number(scan['Shared Hit Blocks'] ?? 0) + Number(scan['Shared Read Blocks'] ?? 0) };
     } finally {
       await client.query('ROLLBACK');
       client.release();
