@@ -11,7 +11,7 @@
  */
 const workspace = '^(apps|libs|tools)/';
 // Tests may also import libs/testing (the database harness); the other rules still hold for them.
-const testFile = '\\.test\\.ts$';
+const testFile = '(\\.test\\.ts|/test-support/[^/]+\\.ts)$';
 
 module.exports = {
   forbidden: [
@@ -59,7 +59,7 @@ module.exports = {
       name: 'testing-only-from-tests-and-tools',
       comment: 'libs/testing is importable by *.test.ts files and tools/* only.',
       severity: 'error',
-      from: { path: workspace, pathNot: ['\\.test\\.ts$', '^tools/', '^libs/testing/'] },
+      from: { path: workspace, pathNot: [testFile, '^tools/', '^libs/testing/'] },
       to: { path: '^libs/testing/' },
     },
     {

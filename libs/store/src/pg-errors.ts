@@ -19,10 +19,18 @@ export const SQLSTATE = {
   cannotConnectNow: '57P03',
 } as const;
 
+/**
+ * The SQLSTATE (or Node socket error code) of a driver error. The query builder
+ * wraps driver errors ("Failed query: …"), so the `cause` chain is followed.
+ */
 export function sqlState(error: unknown): string | undefined {
-  if (typeof error === 'object' && error !== null && 'code' in error) {
-    const code = (error as { code: unknown }).code;
+  for (let current = error, depth = 0; current && depth < 5; depth++) {
+    if (typeof current !== 'object') return undefined;
+    const code = (current as { code?: unknown }).code;
     if (typeof code === 'string') return code;
+    // Connection refused to every address of a host arrives as an AggregateError.
+    const inner = (current as { errors?: unknown[] }).errors?.[0];
+    current = (current as { cause?: unknown }).cause ?? inner;
   }
   return undefined;
 }
@@ -42,7 +50,11 @@ const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMED
 export function isConnectionError(error: unknown): boolean {
   const code = sqlState(error);
   if (code !== undefined && (CONNECTION_CODES.has(code) || code.startsWith('08'))) return true;
-  return error instanceof Error && /Connection terminated|connection timeout|Client has encountered a connection error/i.test(error.message);
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; depth++) {
+    if (/Connection terminated|connection timeout|Client has encountered a connection error/i.test(current.message)) return true;
+    current = current.cause;
+  }
+  return false;
 }
 
 /** Wraps a driver error: connection trouble becomes StoreUnavailableError, the rest keeps its cause. */

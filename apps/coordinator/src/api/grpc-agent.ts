@@ -32,10 +32,9 @@ export function connectHandler(deps: { dispatcher: Dispatcher; options: Coordina
     };
     const close = () => {
       if (session.state.kind === 'closed') return;
-      const agentId = session.state.kind === 'awaiting-hello' ? undefined : session.state.agent.agentId;
       session.state = { kind: 'closed' };
       dispatcher.removeSession(session);
-      logger.info({ agentId, held: session.held.size }, 'agent stream closed');
+      logger.info({ held: session.held.size }, 'agent stream closed');
     };
     const report = (what: string) => (error: unknown) => {
       // Database trouble: no reply. The agent's trust window and retries cover it.

@@ -81,6 +81,7 @@ export function createDispatcher(deps: {
 }): Dispatcher {
   const { store, options, logger, metrics } = deps;
   const sessions = new Set<AgentSession>();
+  const lastAssigned = new WeakMap<AgentSession, number>();
   let stopped = true;
   let round: Promise<void> | undefined;
   let again = false;
@@ -112,9 +113,10 @@ export function createDispatcher(deps: {
   }
 
   async function claimRound(): Promise<void> {
+    // Least-loaded first; among equals, the one that waited longest for work (round robin).
     const candidates = [...sessions]
       .filter((s) => freeSlots(s) > 0)
-      .sort((a, b) => load(a) - load(b));
+      .sort((a, b) => load(a) - load(b) || (lastAssigned.get(a) ?? 0) - (lastAssigned.get(b) ?? 0));
     for (const session of candidates) {
       if (stopped) return;
       const agent = agentOf(session);
@@ -135,6 +137,7 @@ export function createDispatcher(deps: {
         continue;
       }
       const seenAtMs = performance.now();
+      lastAssigned.set(session, seenAtMs);
       for (const job of claimed) session.held.set(leaseKey(job.jobId, job.leaseGeneration), { ...toLeaseRef(job), seenAtMs });
       session.send({ kind: { case: 'assignments', value: { assignments: claimed.map(toAssignment) } } });
       if (claimed.length === free) again = true; // it may have more due; look again after this round

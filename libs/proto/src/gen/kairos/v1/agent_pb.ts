@@ -32,8 +32,11 @@
 //   ever compares its own wall clock with the database's.
 // - Self-fence: an agent trusts a lease until (monotonic time when it SENT
 //   the heartbeat that was answered) + remaining_ms - a safety margin. When
-//   that runs out without a newer renewal, it aborts the handler. Anchoring
-//   at the send time makes the estimate conservative whatever the delays.
+//   that runs out without a newer renewal, it aborts the handler and reports
+//   the run as CANCELLED ("self-fenced"); the coordinator's fence decides:
+//   recorded (and retried) if the lease is somehow still current, rejected
+//   as stale if the job has moved on. Anchoring at the send time makes the
+//   estimate conservative whatever the delays.
 //
 // Batching: every message that concerns leases carries a list, so one
 // heartbeat renews all of an agent's leases in one database statement, and

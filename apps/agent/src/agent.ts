@@ -1,0 +1,309 @@
+/**
+ * A running agent, main-thread side: wires the executor (handlers run here)
+ * to the session thread (stream, heartbeats, trust windows), re-emits what
+ * happens as AgentEvents, and implements drain and close.
+ *
+ * Who decides what
+ *   - The session thread decides which leases are held and when one is lost;
+ *     this side only obeys (`offer` -> start, `lost` -> abort).
+ *   - This side decides whether an offered lease is started or released
+ *     (only it knows whether the handler was called), and how a run ended.
+ *
+ * Lifecycle (tagged union `Lifecycle`)
+ *   running ──drain()──> draining ──session drained──> stopped
+ *      │                    │
+ *      └──close()───────────┴──> closing ──> stopped
+ *   Session thread failure from any state -> stopped (all handlers aborted).
+ */
+import { pino, type Logger } from 'pino';
+import { AGENT_VERSION, checkAgentOptions, registeredHandlers, type AgentOptions } from './config';
+import { createAgentEvents, type AgentEvents, type RunInfo } from './events';
+import { Executor, type RunResult } from './executor';
+import type { SessionConfig } from './session';
+import { startSessionInline, startSessionWorker, type SessionChannel, type SessionListeners } from './session-thread';
+import { leaseId, type LeaseKey, type LeaseOffer, type SessionEvent, type ToExecutor } from './thread-messages';
+
+export interface RunningAgent {
+  readonly agentId: string;
+  readonly events: AgentEvents;
+  /**
+   * SIGTERM behaviour: send Draining, release what has not started, let
+   * running handlers finish within drainGraceMs, then cancel the rest (reported
+   * CANCELLED), flush outcomes until acknowledged (bounded), close the stream.
+   */
+  drain(): Promise<void>;
+  /** Abrupt stop: abort every handler, report nothing, cancel the stream. Leases expire on their own. */
+  close(): Promise<void>;
+}
+
+/** Knobs for tests and embedding; not part of the public options. */
+export interface AgentInternals {
+  /** 'worker' (default): the session runs in a worker thread. 'inline': same thread, for tests. */
+  readonly thread?: 'worker' | 'inline';
+  /** Compiled session-worker.js to load (default: resolved beside this file or in dist/). */
+  readonly workerScript?: string;
+  /** While draining, how long to wait for the last OutcomeAcks (default 10 s). */
+  readonly flushTimeoutMs?: number;
+  /** Replaces the session thread altogether (unit tests of this file script it). */
+  readonly connect?: (config: SessionConfig, listeners: SessionListeners) => SessionChannel;
+}
+
+const DEFAULT_FLUSH_TIMEOUT_MS = 10_000;
+/** Extra time the main thread gives the session thread beyond its own flush deadline. */
+const SESSION_STOP_SLACK_MS = 3_000;
+
+/**
+ * Starts an agent. Resolves once the first connection attempt is under way;
+ * the coordinator need not be up (the agent keeps retrying).
+ */
+export function startAgent(options: AgentOptions): Promise<RunningAgent> {
+  return startAgentWith(options);
+}
+
+export async function startAgentWith(options: AgentOptions, internals: AgentInternals = {}): Promise<RunningAgent> {
+  const checked = checkAgentOptions(options);
+  const logger = (checked.logger ?? pino({ name: 'kairos-agent' })).child({ agentId: checked.agentId });
+  const flushTimeoutMs = internals.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS;
+  const config: SessionConfig = {
+    coordinator: checked.coordinator,
+    agentId: checked.agentId,
+    tasks: checked.tasks,
+    capacity: checked.capacity,
+    token: checked.token,
+    trustMarginMs: checked.trustMarginMs,
+    version: AGENT_VERSION,
+    flushTimeoutMs,
+  };
+  const runtime = new AgentRuntime(checked, logger, flushTimeoutMs);
+  const channel =
+    internals.connect !== undefined
+      ? internals.connect(config, runtime)
+      : internals.thread === 'inline'
+        ? startSessionInline(config, runtime)
+        : startSessionWorker(config, runtime, internals.workerScript);
+  runtime.attach(channel);
+  logger.info(
+    { coordinator: checked.coordinator, tasks: checked.tasks, capacity: checked.capacity, thread: internals.thread ?? 'worker' },
+    'agent started',
+  );
+  return runtime;
+}
+
+type Lifecycle =
+  | { readonly kind: 'running' }
+  | { readonly kind: 'draining'; readonly done: Promise<void> }
+  | { readonly kind: 'closing'; readonly done: Promise<void> }
+  | { readonly kind: 'stopped' };
+
+class AgentRuntime implements RunningAgent, SessionListeners {
+  readonly events: AgentEvents = createAgentEvents();
+  readonly agentId: string;
+  private lifecycle: Lifecycle = { kind: 'running' };
+  private readonly executor: Executor;
+  private channel: SessionChannel | undefined;
+  /** False once closed or failed: decided results are no longer sent anywhere. */
+  private reporting = true;
+  private drainedWaiter: ((unacked: number) => void) | undefined;
+  private closedWaiter: (() => void) | undefined;
+
+  constructor(
+    private readonly options: AgentOptions,
+    private readonly logger: Logger,
+    private readonly flushTimeoutMs: number,
+  ) {
+    this.agentId = options.agentId;
+    this.executor = new Executor({
+      handlers: registeredHandlers(options),
+      logger,
+      hooks: {
+        onStarted: (offer) => {
+          this.post({ type: 'started', lease: keyOf(offer) });
+          this.events.emit('started', runInfo(offer));
+        },
+        onDecided: (offer, result, durationMs) => this.onDecided(offer, result, durationMs),
+      },
+    });
+  }
+
+  attach(channel: SessionChannel): void {
+    this.channel = channel;
+  }
+
+  // --- messages from the session thread ---------------------------------------
+
+  onMessage(message: ToExecutor): void {
+    switch (message.type) {
+      case 'offer':
+        this.onOffer(message.lease);
+        return;
+      case 'lost':
+        this.executor.abort(leaseId(message.lease), { kind: 'lease-lost', reason: message.reason });
+        this.events.emit('lease-lost', { ...message.lease, reason: message.reason, source: message.source });
+        return;
+      case 'event':
+        this.emitSessionEvent(message.event);
+        return;
+      case 'log':
+        this.logger[message.level](message.fields, message.msg);
+        return;
+      case 'drained':
+        this.drainedWaiter?.(message.unacked);
+        return;
+      case 'closed':
+        this.closedWaiter?.();
+        return;
+    }
+  }
+
+  onFailure(error: Error): void {
+    if (this.lifecycle.kind === 'stopped') return;
+    this.logger.error({ err: error }, 'session thread failed: aborting every run, since no lease can be renewed');
+    this.reporting = false;
+    this.lifecycle = { kind: 'stopped' };
+    this.executor.abortAll({ kind: 'lease-lost', reason: 'session-failed' });
+    this.drainedWaiter?.(-1);
+    this.closedWaiter?.();
+    this.events.emit('failed', { error });
+  }
+
+  private onOffer(offer: LeaseOffer): void {
+    this.events.emit('assigned', runInfo(offer));
+    if (this.lifecycle.kind !== 'running') {
+      this.post({ type: 'release', lease: keyOf(offer), reason: 'agent is draining' });
+      return;
+    }
+    if (this.executor.running >= this.options.capacity) {
+      // The session keeps held leases within capacity, so this is a second line of defence.
+      this.post({ type: 'release', lease: keyOf(offer), reason: 'no free slot' });
+      return;
+    }
+    this.executor.start(offer);
+  }
+
+  private onDecided(offer: LeaseOffer, result: RunResult, durationMs: number): void {
+    const error = result.kind === 'succeeded' || result.kind === 'lease-lost' ? undefined : result.error;
+    if (this.reporting && result.kind !== 'lease-lost') {
+      this.post({ type: 'outcome', lease: keyOf(offer), result: result.kind, error: error ?? '', finishedAtMs: Date.now() });
+    }
+    const fields = { jobId: offer.jobId, runId: offer.runId, task: offer.task, result: result.kind, durationMs: Math.round(durationMs) };
+    if (result.kind === 'succeeded') this.logger.info(fields, 'run finished');
+    else this.logger.warn({ ...fields, error: error ?? (result.kind === 'lease-lost' ? result.reason : undefined) }, 'run finished');
+    this.events.emit('finished', { ...runInfo(offer), result: result.kind, ...(error === undefined ? {} : { error }), durationMs });
+  }
+
+  private emitSessionEvent(event: SessionEvent): void {
+    switch (event.name) {
+      case 'connected':
+        this.events.emit('connected', {
+          coordinatorId: event.coordinatorId,
+          leaseMs: event.leaseMs,
+          heartbeatIntervalMs: event.heartbeatIntervalMs,
+        });
+        return;
+      case 'disconnected':
+        this.events.emit('disconnected', { reason: event.reason });
+        return;
+      case 'outcome-acked':
+        this.events.emit('outcome-acked', { jobId: event.jobId, generation: event.generation, result: event.result });
+        return;
+      case 'released':
+        this.events.emit('released', { jobId: event.jobId, generation: event.generation, reason: event.reason });
+        return;
+    }
+  }
+
+  // --- drain and close --------------------------------------------------------
+
+  drain(): Promise<void> {
+    switch (this.lifecycle.kind) {
+      case 'draining':
+      case 'closing':
+        return this.lifecycle.done;
+      case 'stopped':
+        return Promise.resolve();
+      case 'running': {
+        const done = this.runDrain();
+        this.lifecycle = { kind: 'draining', done };
+        return done;
+      }
+    }
+  }
+
+  private async runDrain(): Promise<void> {
+    const graceMs = this.options.drainGraceMs;
+    this.logger.info({ running: this.executor.running, graceMs }, 'draining: no new work; waiting for running jobs');
+    const drained = new Promise<number>((resolve) => {
+      this.drainedWaiter = resolve;
+    });
+    this.post({ type: 'drain' });
+    const idle = await within(this.executor.whenIdle(), graceMs);
+    if (!idle.done && this.lifecycle.kind === 'draining') {
+      this.logger.warn({ running: this.executor.running, graceMs }, 'drain grace ran out: cancelling the remaining jobs');
+      this.executor.abortAll({ kind: 'drain-grace', graceMs });
+    }
+    if (this.lifecycle.kind !== 'draining') return; // closed or failed meanwhile
+    this.post({ type: 'work-done' });
+    const flushed = await within(drained, this.flushTimeoutMs + SESSION_STOP_SLACK_MS);
+    if (this.lifecycle.kind !== 'draining') return;
+    await this.channel?.dispose();
+    this.lifecycle = { kind: 'stopped' };
+    const unackedOutcomes = flushed.done ? flushed.value : -1;
+    this.logger.info({ unackedOutcomes }, 'drained');
+    this.events.emit('drained', { unackedOutcomes });
+  }
+
+  close(): Promise<void> {
+    switch (this.lifecycle.kind) {
+      case 'closing':
+        return this.lifecycle.done;
+      case 'stopped':
+        return Promise.resolve();
+      case 'running':
+      case 'draining': {
+        const done = this.runClose();
+        this.lifecycle = { kind: 'closing', done };
+        return done;
+      }
+    }
+  }
+
+  private async runClose(): Promise<void> {
+    this.reporting = false;
+    this.executor.abortAll({ kind: 'closed' });
+    const closed = new Promise<void>((resolve) => {
+      this.closedWaiter = resolve;
+    });
+    this.post({ type: 'close' });
+    await within(closed, SESSION_STOP_SLACK_MS);
+    await this.channel?.dispose();
+    this.drainedWaiter?.(-1);
+    this.lifecycle = { kind: 'stopped' };
+    this.logger.info('agent closed');
+  }
+
+  private post(message: Parameters<SessionChannel['post']>[0]): void {
+    if (this.lifecycle.kind === 'stopped') return;
+    this.channel?.post(message);
+  }
+}
+
+function keyOf(offer: LeaseOffer): LeaseKey {
+  return { jobId: offer.jobId, generation: offer.generation };
+}
+
+function runInfo(offer: LeaseOffer): RunInfo {
+  return { jobId: offer.jobId, generation: offer.generation, runId: offer.runId, task: offer.task };
+}
+
+/** Waits for `promise` at most `ms`. */
+async function within<T>(promise: Promise<T>, ms: number): Promise<{ done: true; value: T } | { done: false }> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<{ done: false }>((resolve) => {
+    timer = setTimeout(() => resolve({ done: false }), ms);
+  });
+  try {
+    return await Promise.race([promise.then((value) => ({ done: true as const, value })), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,190 @@
+/**
+ * Agent configuration: environment variables (and programmatic overrides)
+ * parsed once with zod. Durations are milliseconds and named `...Ms`.
+ *
+ *   KAIROS_COORDINATOR        host:port of a coordinator     127.0.0.1:50051
+ *   KAIROS_AGENT_ID           unique agent id                 <hostname>-<pid>
+ *   KAIROS_AGENT_TASKS        comma list of served tasks      every registered handler
+ *   KAIROS_AGENT_CAPACITY     runs at once                    4
+ *   KAIROS_TOKEN              bearer token for the stream     (none)
+ *   KAIROS_HTTP_ALLOW_HOSTS   comma list, host or host:port   (empty: http refuses all)
+ *   KAIROS_EXEC_ALLOW         comma list of programs          (empty: exec disabled)
+ *   KAIROS_DRAIN_GRACE_MS     SIGTERM grace for running jobs  30000
+ *   KAIROS_TRUST_MARGIN_MS    self-fence safety margin        max(200, 10% of the lease)
+ *
+ * An empty variable counts as unset. A bad value is an Error naming the
+ * variable (or the option, for an override).
+ */
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import type { TaskHandler } from './sdk';
+import { builtinHandlers } from './tasks/builtins';
+
+/** Reported in Hello. */
+export const AGENT_VERSION = '0.1.0';
+
+export interface AgentOptions {
+  /** host:port of a coordinator (KAIROS_COORDINATOR, default 127.0.0.1:50051). */
+  coordinator: string;
+  /** KAIROS_AGENT_ID, default `${hostname}-${pid}`. */
+  agentId: string;
+  /** KAIROS_AGENT_TASKS, default: names of the registered handlers. */
+  tasks: string[];
+  /** KAIROS_AGENT_CAPACITY, default 4. */
+  capacity: number;
+  /** KAIROS_TOKEN: sent as `authorization: Bearer <token>` metadata. */
+  token?: string;
+  /** Custom SDK handlers, merged over the built-ins (same name wins). */
+  handlers?: Record<string, TaskHandler>;
+  /** KAIROS_HTTP_ALLOW_HOSTS: host or host:port entries; empty = the http task refuses every URL. */
+  httpAllowHosts: string[];
+  /** KAIROS_EXEC_ALLOW: allowed programs (argv[0]); empty = exec disabled and not advertised. */
+  execAllow: string[];
+  /** KAIROS_DRAIN_GRACE_MS, default 30000. */
+  drainGraceMs: number;
+  /** KAIROS_TRUST_MARGIN_MS; default max(200, 10% of lease_ms). */
+  trustMarginMs?: number;
+  logger?: Logger;
+}
+
+/** A configuration problem; `field` is the env variable or option at fault. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+  }
+}
+
+const MAX_CAPACITY = 10_000;
+
+/** host:port, [ipv6]:port, or a grpc-js target with a scheme (dns:, unix:, ipv4:, ...). */
+const coordinatorTarget = z
+  .string()
+  .trim()
+  .refine((value) => /^(\[[0-9a-fA-F:.]+\]|[^\s:/[\]]+):\d{1,5}$/.test(value) || /^[a-z][a-z0-9+.-]*:\S+$/.test(value), {
+    message: 'must be host:port (or a gRPC target such as dns:///host:port)',
+  });
+
+const commaList = z.string().transform((value) =>
+  value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== ''),
+);
+
+const intString = (min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+const envSchema = z.object({
+  KAIROS_COORDINATOR: coordinatorTarget.default('127.0.0.1:50051'),
+  KAIROS_AGENT_ID: z.string().trim().min(1).max(200).optional(),
+  KAIROS_AGENT_TASKS: commaList.optional(),
+  KAIROS_AGENT_CAPACITY: intString(1, MAX_CAPACITY).default(4),
+  KAIROS_TOKEN: z.string().trim().min(1).optional(),
+  KAIROS_HTTP_ALLOW_HOSTS: commaList.default([]),
+  KAIROS_EXEC_ALLOW: commaList.default([]),
+  KAIROS_DRAIN_GRACE_MS: intString(0, 24 * 3600 * 1000).default(30_000),
+  KAIROS_TRUST_MARGIN_MS: intString(0, 3600 * 1000).optional(),
+});
+
+const optionsSchema = z.object({
+  coordinator: coordinatorTarget,
+  agentId: z.string().trim().min(1).max(200),
+  tasks: z
+    .array(z.string().trim().min(1))
+    .min(1, 'must name at least one task')
+    .refine((tasks) => new Set(tasks).size === tasks.length, 'must not repeat a task'),
+  capacity: z.number().int().min(1).max(MAX_CAPACITY),
+  token: z.string().min(1).optional(),
+  handlers: z.record(z.string(), z.custom<TaskHandler>((value) => typeof value === 'function', 'must be a function')).optional(),
+  httpAllowHosts: z.array(z.string().trim().min(1)),
+  execAllow: z.array(z.string().min(1)),
+  drainGraceMs: z.number().int().min(0),
+  trustMarginMs: z.number().int().min(0).optional(),
+  logger: z.custom<Logger>((value) => typeof value === 'object' && value !== null).optional(),
+});
+
+/** Which env variable fills each option (for error messages). */
+const ENV_NAMES: Partial<Record<keyof AgentOptions, string>> = {
+  coordinator: 'KAIROS_COORDINATOR',
+  agentId: 'KAIROS_AGENT_ID',
+  tasks: 'KAIROS_AGENT_TASKS',
+  capacity: 'KAIROS_AGENT_CAPACITY',
+  token: 'KAIROS_TOKEN',
+  httpAllowHosts: 'KAIROS_HTTP_ALLOW_HOSTS',
+  execAllow: 'KAIROS_EXEC_ALLOW',
+  drainGraceMs: 'KAIROS_DRAIN_GRACE_MS',
+  trustMarginMs: 'KAIROS_TRUST_MARGIN_MS',
+};
+
+/** Every handler the agent would register: built-ins for its allow-lists, then custom ones. */
+export function registeredHandlers(options: Pick<AgentOptions, 'handlers' | 'httpAllowHosts' | 'execAllow'>): Record<string, TaskHandler> {
+  return { ...builtinHandlers(options), ...(options.handlers ?? {}) };
+}
+
+/**
+ * Reads the agent's configuration from `env`; `overrides` (e.g. CLI flags,
+ * custom handlers, a logger) win over the environment.
+ */
+export function agentOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, overrides: Partial<AgentOptions> = {}): AgentOptions {
+  const relevant: Record<string, string | undefined> = {};
+  for (const name of Object.keys(envSchema.shape)) {
+    const value = env[name];
+    relevant[name] = value === undefined || value.trim() === '' ? undefined : value;
+  }
+  const parsed = envSchema.safeParse(relevant);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const name = String(issue?.path[0] ?? 'environment');
+    const shown = name === 'KAIROS_TOKEN' ? '(hidden)' : JSON.stringify(relevant[name]);
+    throw new ConfigError(name, `${issue?.message ?? 'invalid'} (got ${shown})`);
+  }
+  const fromEnv = parsed.data;
+  const defined = Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined)) as Partial<AgentOptions>;
+  const base: Omit<AgentOptions, 'tasks'> = {
+    coordinator: fromEnv.KAIROS_COORDINATOR,
+    agentId: fromEnv.KAIROS_AGENT_ID ?? `${hostname()}-${process.pid}`,
+    capacity: fromEnv.KAIROS_AGENT_CAPACITY,
+    httpAllowHosts: fromEnv.KAIROS_HTTP_ALLOW_HOSTS,
+    execAllow: fromEnv.KAIROS_EXEC_ALLOW,
+    drainGraceMs: fromEnv.KAIROS_DRAIN_GRACE_MS,
+    ...(fromEnv.KAIROS_TOKEN === undefined ? {} : { token: fromEnv.KAIROS_TOKEN }),
+    ...(fromEnv.KAIROS_TRUST_MARGIN_MS === undefined ? {} : { trustMarginMs: fromEnv.KAIROS_TRUST_MARGIN_MS }),
+    ...defined,
+  };
+  const tasks = defined.tasks ?? fromEnv.KAIROS_AGENT_TASKS ?? Object.keys(registeredHandlers(base)).sort();
+  const sources = new Set(Object.keys(defined));
+  return checkAgentOptions({ ...base, tasks }, (field) => (sources.has(field) ? field : (ENV_NAMES[field] ?? field)));
+}
+
+/**
+ * Validates options built by hand (startAgent calls this too): every field's
+ * shape, and that each task has a handler. `label` names a field in errors.
+ */
+export function checkAgentOptions(options: AgentOptions, label: (field: keyof AgentOptions) => string = (field) => field): AgentOptions {
+  const parsed = optionsSchema.safeParse(options);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = String(issue?.path[0] ?? 'options') as keyof AgentOptions;
+    const where = issue !== undefined && issue.path.length > 1 ? ` (at ${issue.path.slice(1).map(String).join('.')})` : '';
+    throw new ConfigError(label(field), `${issue?.message ?? 'invalid'}${where}`);
+  }
+  const handlers = registeredHandlers(options);
+  for (const task of options.tasks) {
+    if (handlers[task] !== undefined) continue;
+    if (task === 'exec') {
+      throw new ConfigError(label('tasks'), `task "exec" is disabled because the exec allow-list (KAIROS_EXEC_ALLOW) is empty`);
+    }
+    throw new ConfigError(label('tasks'), `no handler for task "${task}" (registered: ${Object.keys(handlers).sort().join(', ')})`);
+  }
+  return { ...options, tasks: [...options.tasks] };
+}

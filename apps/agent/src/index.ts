@@ -1,0 +1,17 @@
+/**
+ * @kairos/agent — the Kairos agent daemon and its SDK.
+ *
+ *   const agent = await startAgent(agentOptionsFromEnv(process.env, {
+ *     handlers: { 'send-invoice': async (payload, ctx) => { ... } },
+ *   }));
+ *   process.once('SIGTERM', () => void agent.drain().then(() => process.exit(0)));
+ *
+ * See README.md for configuration, allow-lists and the at-least-once contract
+ * handlers must honour.
+ */
+export { startAgent, type RunningAgent } from './agent';
+export { agentOptionsFromEnv, checkAgentOptions, ConfigError, AGENT_VERSION, type AgentOptions } from './config';
+export type { AgentEvents, AgentEventMap, AgentEventName, LeaseInfo, RunInfo } from './events';
+export type { RunResultKind } from './executor';
+export { parsePayload, PayloadError, TaskAbortedError, type AbortKind, type TaskContext, type TaskHandler } from './sdk';
+export type { LeaseLossReason, LeaseLossSource } from './thread-messages';

@@ -1,0 +1,93 @@
+import { defaultTrustMarginMs, LeaseKeeper } from './lease-keeper';
+
+const A = { jobId: 'a', generation: 1n };
+const B = { jobId: 'b', generation: 4n };
+const done = { result: 'succeeded' as const, error: '', finishedAtMs: 0 };
+
+describe('defaultTrustMarginMs', () => {
+  it('is 10% of the lease, at least 200 ms', () => {
+    expect(defaultTrustMarginMs(600)).toBe(200);
+    expect(defaultTrustMarginMs(10_000)).toBe(1_000);
+  });
+});
+
+describe('LeaseKeeper', () => {
+  it('trusts a new lease from its receive time plus the remaining time, minus the margin', () => {
+    const keeper = new LeaseKeeper(200);
+    const lease = keeper.hold(A, 'sleep', 600, 1_000);
+    expect(lease.trustedUntil).toBe(1_400);
+    expect(keeper.nextTrustDeadline()).toBe(1_400);
+    const fenced = { result: 'cancelled' as const, error: 'self-fenced', finishedAtMs: 1_400 };
+    expect(keeper.fenceExpired(1_399, fenced)).toEqual([]);
+    expect(keeper.fenceExpired(1_400, fenced).map((l) => l.id)).toEqual(['a@1']);
+    // Still held, now finished: its CANCELLED outcome is reported and the coordinator's fence decides.
+    expect(keeper.get(A)?.phase).toMatchObject({ kind: 'finished', outcome: fenced });
+    expect(keeper.nextTrustDeadline()).toBeUndefined();
+  });
+
+  it('anchors a renewal at the heartbeat SEND time, not the reply time', () => {
+    const keeper = new LeaseKeeper(200);
+    keeper.hold(A, 'sleep', 600, 1_000);
+    // Heartbeat sent at 1_200; the reply (whenever it arrives) says 600 ms left.
+    const verdict = keeper.applyRenewal(A, { kind: 'held', remainingMs: 600 }, 1_200);
+    expect(verdict.kind).toBe('renewed');
+    expect(keeper.get(A)?.trustedUntil).toBe(1_600);
+  });
+
+  it('ignores a renewal older than the one already applied', () => {
+    const keeper = new LeaseKeeper(200);
+    keeper.hold(A, 'sleep', 600, 1_000);
+    keeper.applyRenewal(A, { kind: 'held', remainingMs: 600 }, 1_400);
+    expect(keeper.applyRenewal(A, { kind: 'held', remainingMs: 5_000 }, 1_200)).toEqual({ kind: 'ignored' });
+    expect(keeper.get(A)?.trustedUntil).toBe(1_800);
+    // An unknown seq (no send time) cannot extend trust either.
+    expect(keeper.applyRenewal(A, { kind: 'held', remainingMs: 5_000 }, undefined)).toEqual({ kind: 'ignored' });
+  });
+
+  it('treats remaining 0 and lost statuses as losses, even from an older reply', () => {
+    const keeper = new LeaseKeeper(200);
+    keeper.hold(A, 'sleep', 600, 1_000);
+    keeper.hold(B, 'sleep', 600, 1_000);
+    expect(keeper.applyRenewal(A, { kind: 'held', remainingMs: 0 }, 1_100)).toMatchObject({ kind: 'lost', reason: 'expired' });
+    keeper.applyRenewal(B, { kind: 'held', remainingMs: 600 }, 1_500);
+    expect(keeper.applyRenewal(B, { kind: 'lost', reason: 'stale-generation' }, 1_200)).toMatchObject({
+      kind: 'lost',
+      reason: 'stale-generation',
+    });
+    expect(keeper.size).toBe(0);
+  });
+
+  it('lists every phase as held, but fences only offered and running leases', () => {
+    const keeper = new LeaseKeeper(200);
+    keeper.hold(A, 'sleep', 600, 0);
+    keeper.hold(B, 'sleep', 600, 0);
+    keeper.markStarted(A, 10);
+    keeper.markFinished(B, done);
+    expect(keeper.refs()).toEqual([A, B]);
+    expect(keeper.fenceExpired(10_000, done).map((l) => l.id)).toEqual(['a@1']);
+    expect(keeper.fenceExpired(20_000, done)).toEqual([]);
+    expect(keeper.nextTrustDeadline()).toBeUndefined();
+  });
+
+  it('re-sends an outcome only after resendAfterMs, and at once on a new stream', () => {
+    const keeper = new LeaseKeeper(200);
+    keeper.hold(A, 'sleep', 600, 0);
+    keeper.markFinished(A, done);
+    expect(keeper.outcomesDue(100, 400)).toHaveLength(1);
+    expect(keeper.outcomesDue(300, 400)).toHaveLength(0);
+    expect(keeper.outcomesDue(500, 400)).toHaveLength(1);
+    keeper.forgetOutcomeSends();
+    expect(keeper.outcomesDue(501, 400)).toHaveLength(1);
+    expect(keeper.acknowledge(A)?.id).toBe('a@1');
+    expect(keeper.size).toBe(0);
+  });
+
+  it('refuses to finish or start a lease it no longer holds', () => {
+    const keeper = new LeaseKeeper(200);
+    expect(keeper.markStarted(A, 0)).toBe(false);
+    expect(keeper.markFinished(A, done)).toBe(false);
+    keeper.hold(A, 'sleep', 600, 0);
+    expect(keeper.acknowledge(A)).toBeUndefined(); // not finished: an ack cannot drop it
+    expect(keeper.otherGeneration({ jobId: 'a', generation: 2n })?.id).toBe('a@1');
+  });
+});

@@ -1,0 +1,274 @@
+/**
+ * Lease keeper: the agent's record of the leases it holds and how long it may
+ * trust each one.
+ *
+ * Authority
+ *   The database row is the only authority on a lease; the coordinator speaks
+ *   for it. This module is the agent's conservative *estimate* of that
+ *   authority, used for one purpose: to stop working on a lease before the
+ *   database could have given it to someone else (the self-fence). It lives in
+ *   the session thread, next to the stream, so a handler that hogs the main
+ *   thread cannot delay renewals or the fence (see DECISION-renewal-thread.md).
+ *   It does no I/O and reads no clock: callers pass monotonic `now` readings
+ *   (`performance.now()` of the session thread), which keeps it unit-testable.
+ *
+ * Identity
+ *   A lease is (job id, generation). The same job at another generation is a
+ *   different lease; an older generation can never become valid again.
+ *
+ * Phases (tagged union `LeasePhase`, one per held lease)
+ *
+ *     offered ──started──> running ──outcome──> finished ──ack──> (forgotten)
+ *        │                    │                    │
+ *        └─release──> (forgotten; sent as Release, never started)
+ *        └────────────────────┴────lost / revoke / trust runs out──> (forgotten)
+ *
+ *   - offered:  assigned and handed to the handler thread, not yet known to
+ *               have started. Only the handler thread may turn it into a
+ *               release, because only it knows whether the handler was called.
+ *   - running:  the handler was called.
+ *   - finished: the run ended with a reportable result; the outcome is re-sent
+ *               until an OutcomeAck arrives (on any stream).
+ *   Every phase counts as held: all of them are listed in Hello and in every
+ *   Heartbeat, and all of them take a slot of the agent's capacity.
+ *
+ * Trust window (invariants)
+ *   - trustedUntil = anchor + remaining − margin, where `anchor` is the
+ *     monotonic time the agent SENT the heartbeat (or Hello) that the renewal
+ *     answers, or the time it RECEIVED the assignment. The send time precedes
+ *     the database's `now()` for that renewal, so the estimate can only err on
+ *     the early side, whatever the network or coordinator delay.
+ *   - A renewal is applied only if its anchor is later than the one behind the
+ *     current window ("newest heartbeat wins"): a delayed reply to an older
+ *     heartbeat cannot extend or shorten a window set by a newer one. Anchors
+ *     are comparable across streams because they are all this thread's clock.
+ *   - A `lost` status, a Revoke, or `remaining_ms == 0` forgets the lease at
+ *     once, whatever its anchor: a generation never comes back.
+ *   - Only offered and running leases are fenced by the window (there is a
+ *     handler to stop). A finished lease has nothing left to abort; it stays
+ *     until acked or reported lost, and its outcome is harmless to re-send
+ *     because the coordinator fences it by generation.
+ *
+ * Failure handling
+ *   - Coordinator or database unreachable: no renewals arrive, windows run out,
+ *     `fenceExpired` marks them finished (aborted) and hands them back. Nothing here waits for
+ *     the network.
+ *   - A status for a lease not held (acked meanwhile, or never ours): ignored.
+ */
+import type { LeaseKey, LeaseLossReason, ReportableResult } from './thread-messages';
+import { leaseId } from './thread-messages';
+
+/**
+ * The default safety margin: 10% of the lease, at least 200 ms. It must cover
+ * the transit time of an assignment (anchored at receipt, not at the claim)
+ * and the timer slack of the fence itself.
+ */
+export function defaultTrustMarginMs(leaseMs: number): number {
+  return Math.max(200, Math.round(leaseMs * 0.1));
+}
+
+/** An outcome waiting for its OutcomeAck. */
+export interface PendingOutcome {
+  readonly result: ReportableResult;
+  readonly error: string;
+  readonly finishedAtMs: number;
+}
+
+/** Where a held lease is in its life; see the diagram at the top of the file. */
+export type LeasePhase =
+  | { readonly kind: 'offered' }
+  | { readonly kind: 'running'; readonly startedAt: number }
+  | {
+      readonly kind: 'finished';
+      readonly outcome: PendingOutcome;
+      /** Monotonic time it was last written to a stream; null = not on the current stream yet. */
+      lastSentAt: number | null;
+    };
+
+export interface HeldLease {
+  readonly key: LeaseKey;
+  readonly id: string;
+  readonly task: string;
+  phase: LeasePhase;
+  /** Monotonic deadline after which the lease must not be trusted. */
+  trustedUntil: number;
+  /** Monotonic send time of the renewal behind `trustedUntil` (or receive time of the assignment). */
+  anchor: number;
+}
+
+/** A lease status from a RenewReply, reduced to what the keeper needs. */
+export type RenewStatus =
+  | { readonly kind: 'held'; readonly remainingMs: number }
+  | { readonly kind: 'lost'; readonly reason: LeaseLossReason };
+
+/** What applying one status did. */
+export type RenewVerdict =
+  | { readonly kind: 'renewed'; readonly lease: HeldLease }
+  | { readonly kind: 'lost'; readonly lease: HeldLease; readonly reason: LeaseLossReason }
+  /** Not held, or older than the renewal already applied. */
+  | { readonly kind: 'ignored' };
+
+export class LeaseKeeper {
+  private readonly leases = new Map<string, HeldLease>();
+  private marginMs: number;
+
+  constructor(marginMs: number) {
+    this.marginMs = marginMs;
+  }
+
+  /** The safety margin subtracted from every window (set from Welcome's lease_ms). */
+  setMargin(marginMs: number): void {
+    this.marginMs = marginMs;
+  }
+
+  get margin(): number {
+    return this.marginMs;
+  }
+
+  /** Number of held leases in any phase: what counts against capacity. */
+  get size(): number {
+    return this.leases.size;
+  }
+
+  get(key: LeaseKey): HeldLease | undefined {
+    return this.leases.get(leaseId(key));
+  }
+
+  /** The held lease of the same job at another generation, if any. */
+  otherGeneration(key: LeaseKey): HeldLease | undefined {
+    for (const lease of this.leases.values()) {
+      if (lease.key.jobId === key.jobId && lease.key.generation !== key.generation) return lease;
+    }
+    return undefined;
+  }
+
+  /** Starts holding a freshly assigned lease, trusted from its receive time. */
+  hold(key: LeaseKey, task: string, remainingMs: number, receivedAt: number): HeldLease {
+    const lease: HeldLease = {
+      key: { jobId: key.jobId, generation: key.generation },
+      id: leaseId(key),
+      task,
+      phase: { kind: 'offered' },
+      trustedUntil: receivedAt + remainingMs - this.marginMs,
+      anchor: receivedAt,
+    };
+    this.leases.set(lease.id, lease);
+    return lease;
+  }
+
+  /** offered -> running. False if the lease is no longer held (lost meanwhile). */
+  markStarted(key: LeaseKey, now: number): boolean {
+    const lease = this.get(key);
+    if (lease === undefined || lease.phase.kind !== 'offered') return false;
+    lease.phase = { kind: 'running', startedAt: now };
+    return true;
+  }
+
+  /** offered|running -> finished. False if the lease is no longer held: drop the outcome. */
+  markFinished(key: LeaseKey, outcome: PendingOutcome): boolean {
+    const lease = this.get(key);
+    if (lease === undefined || lease.phase.kind === 'finished') return false;
+    lease.phase = { kind: 'finished', outcome, lastSentAt: null };
+    return true;
+  }
+
+  /** Forgets a lease (released, revoked, lost). Returns it if it was held. */
+  drop(key: LeaseKey): HeldLease | undefined {
+    const id = leaseId(key);
+    const lease = this.leases.get(id);
+    this.leases.delete(id);
+    return lease;
+  }
+
+  /** Every held lease, for Hello.held_leases and Heartbeat.leases. */
+  refs(): LeaseKey[] {
+    return [...this.leases.values()].map((lease) => lease.key);
+  }
+
+  /** All held leases (a snapshot). */
+  all(): HeldLease[] {
+    return [...this.leases.values()];
+  }
+
+  /**
+   * Applies one LeaseStatus of a RenewReply. `sentAt` is the monotonic time the
+   * answered heartbeat (or Hello) was sent; undefined when the reply names a
+   * seq the agent does not know, in which case only losses are applied.
+   */
+  applyRenewal(key: LeaseKey, status: RenewStatus, sentAt: number | undefined): RenewVerdict {
+    const lease = this.get(key);
+    if (lease === undefined) return { kind: 'ignored' };
+    if (status.kind === 'lost') {
+      this.leases.delete(lease.id);
+      return { kind: 'lost', lease, reason: status.reason };
+    }
+    if (sentAt === undefined || sentAt <= lease.anchor) return { kind: 'ignored' };
+    if (status.remainingMs <= 0) {
+      // The contract: 0 ms left means the lease is about to run out; treat it as lost.
+      this.leases.delete(lease.id);
+      return { kind: 'lost', lease, reason: 'expired' };
+    }
+    lease.anchor = sentAt;
+    lease.trustedUntil = sentAt + status.remainingMs - this.marginMs;
+    return { kind: 'renewed', lease };
+  }
+
+  /**
+   * The self-fence: offered/running leases whose window has run out become
+   * finished with `outcome` (the handler is being aborted). Their outcome is
+   * still reported, and the coordinator's fence decides: recorded as a failure
+   * (retried) if the lease is somehow still current, rejected as stale if the
+   * job has moved on. Either way the agent stops acting on them. Returns them.
+   */
+  fenceExpired(now: number, outcome: PendingOutcome): HeldLease[] {
+    const expired: HeldLease[] = [];
+    for (const lease of this.leases.values()) {
+      if (lease.phase.kind !== 'finished' && now >= lease.trustedUntil) expired.push(lease);
+    }
+    for (const lease of expired) lease.phase = { kind: 'finished', outcome, lastSentAt: null };
+    return expired;
+  }
+
+  /** Earliest window end among offered/running leases; undefined if there is none. */
+  nextTrustDeadline(): number | undefined {
+    let earliest: number | undefined;
+    for (const lease of this.leases.values()) {
+      if (lease.phase.kind === 'finished') continue;
+      if (earliest === undefined || lease.trustedUntil < earliest) earliest = lease.trustedUntil;
+    }
+    return earliest;
+  }
+
+  /**
+   * Finished leases whose outcome should be written now: never sent on the
+   * current stream, or sent at least `resendAfterMs` ago without an ack. Marks
+   * them as sent at `now`.
+   */
+  outcomesDue(now: number, resendAfterMs: number): HeldLease[] {
+    const due: HeldLease[] = [];
+    for (const lease of this.leases.values()) {
+      const phase = lease.phase;
+      if (phase.kind !== 'finished') continue;
+      if (phase.lastSentAt === null || now - phase.lastSentAt >= resendAfterMs) {
+        phase.lastSentAt = now;
+        due.push(lease);
+      }
+    }
+    return due;
+  }
+
+  /** A new stream replaced the old one: every unacked outcome is due on it at once. */
+  forgetOutcomeSends(): void {
+    for (const lease of this.leases.values()) {
+      if (lease.phase.kind === 'finished') lease.phase.lastSentAt = null;
+    }
+  }
+
+  /** An OutcomeAck arrived: forget the lease if its outcome was pending. */
+  acknowledge(key: LeaseKey): HeldLease | undefined {
+    const lease = this.get(key);
+    if (lease === undefined || lease.phase.kind !== 'finished') return undefined;
+    this.leases.delete(lease.id);
+    return lease;
+  }
+}

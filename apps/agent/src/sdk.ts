@@ -1,0 +1,89 @@
+/**
+ * The SDK surface for custom task handlers.
+ *
+ * A handler is an async function `(payload, ctx) => Promise<unknown>`:
+ * resolving means success, throwing (or rejecting) means failure. Its return
+ * value is ignored. It must honour `ctx.signal`: when the signal aborts, the
+ * agent has already decided the run's result and will not wait for the
+ * handler (see executor.ts).
+ *
+ * Execution is at-least-once: the same job can run again after a crash, a
+ * lost lease or a timeout, possibly while an earlier attempt is still winding
+ * down somewhere. Handlers must be idempotent, and anything they write
+ * downstream should carry `ctx.fencingToken` so the receiver can reject a
+ * write from an older attempt (higher token wins).
+ */
+import type { Logger } from 'pino';
+import type { output, ZodType } from 'zod';
+
+/** Everything a handler learns about its run besides the payload. */
+export interface TaskContext {
+  /**
+   * Aborted when the run must stop: its timeout passed, the lease was lost or
+   * revoked, the agent's drain grace ran out, or the agent was closed.
+   * `signal.reason` is a TaskAbortedError saying which.
+   */
+  signal: AbortSignal;
+  /** Which attempt at this occurrence this is, from 1. */
+  attempt: number;
+  /** Attempts allowed for this occurrence; attempt === maxAttempts is the last. */
+  maxAttempts: number;
+  /**
+   * The lease generation: a bigint (the wire's uint64), strictly greater for
+   * every later claim of the same job. Pass it downstream (as a string, e.g.
+   * `String(ctx.fencingToken)`) and let the receiver reject anything older
+   * than the newest token it has seen.
+   */
+  fencingToken: bigint;
+  jobId: string;
+  runId: string;
+  /** The schedule occurrence this run serves (run_at for one-off jobs). */
+  scheduledFor: Date;
+  /** A child of the agent's logger bound to this run (jobId, runId, attempt, task). */
+  logger?: Logger;
+}
+
+/** A task handler. Resolve = succeeded, throw/reject = failed. */
+export type TaskHandler = (payload: Record<string, unknown>, ctx: TaskContext) => Promise<unknown>;
+
+/** Why a run's signal was aborted. */
+export type AbortKind = 'timeout' | 'lease-lost' | 'drain-grace' | 'closed';
+
+/** The `reason` of an aborted `ctx.signal`. */
+export class TaskAbortedError extends Error {
+  override readonly name = 'TaskAbortedError';
+  constructor(
+    readonly kind: AbortKind,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A payload that does not match its task's schema; `field` is the dotted path of the first problem. */
+export class PayloadError extends Error {
+  override readonly name = 'PayloadError';
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Validates a payload with a zod schema; on failure throws a PayloadError
+ * naming the first bad field, which the agent reports as a FAILED run.
+ */
+export function parsePayload<S extends ZodType>(schema: S, payload: Record<string, unknown>): output<S> {
+  const parsed = schema.safeParse(payload);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  if (issue === undefined) throw new PayloadError('payload', 'invalid payload');
+  const path = issue.path.map(String);
+  // An unknown key is reported at its parent; name the key itself.
+  if (issue.code === 'unrecognized_keys' && issue.keys[0] !== undefined) path.push(issue.keys[0]);
+  const field = path.length === 0 ? 'payload' : path.join('.');
+  const message = issue.code === 'unrecognized_keys' ? 'unknown field' : issue.message;
+  throw new PayloadError(field, `invalid payload field "${field}": ${message}`);
+}

@@ -1,0 +1,72 @@
+/**
+ * Main-thread side of the session: starts the session in a worker thread (the
+ * production path) or, for tests, in this thread behind a MessageChannel. Both
+ * speak the same messages (thread-messages.ts), so everything above this file
+ * is identical in the two modes.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { MessageChannel, Worker } from 'node:worker_threads';
+import type { SessionConfig, SessionDeps } from './session';
+import { serveSession } from './session-port';
+import type { ToExecutor, ToSession } from './thread-messages';
+
+export interface SessionChannel {
+  post(message: ToSession): void;
+  /** Stops the session thread (or closes the in-thread ports). */
+  dispose(): Promise<void>;
+}
+
+export interface SessionListeners {
+  onMessage(message: ToExecutor): void;
+  /** The session thread died or could not start. */
+  onFailure(error: Error): void;
+}
+
+/**
+ * The compiled worker entry. Beside this file when running from dist/; when
+ * running from sources (jest, ts loaders) the build output next to src/.
+ */
+export function resolveWorkerScript(): string {
+  const beside = path.join(__dirname, 'session-worker.js');
+  if (existsSync(beside)) return beside;
+  const built = path.join(__dirname, '..', 'dist', 'session-worker.js');
+  if (existsSync(built)) return built;
+  throw new Error(`session worker not found at ${beside}: build the agent first (npx tsc -b apps/agent)`);
+}
+
+export function startSessionWorker(config: SessionConfig, listeners: SessionListeners, script: string = resolveWorkerScript()): SessionChannel {
+  const worker = new Worker(script, { workerData: config });
+  let disposing = false;
+  let failed = false;
+  const fail = (error: Error): void => {
+    if (disposing || failed) return;
+    failed = true;
+    listeners.onFailure(error);
+  };
+  worker.on('message', (message: ToExecutor) => listeners.onMessage(message));
+  worker.on('error', (error: Error) => fail(new Error('the session thread crashed', { cause: error })));
+  worker.on('exit', (code) => fail(new Error(`the session thread exited unexpectedly (code ${code})`)));
+  return {
+    post: (message) => worker.postMessage(message),
+    dispose: async () => {
+      disposing = true;
+      await worker.terminate();
+    },
+  };
+}
+
+/** Same protocol, same thread: for tests of the session logic without a build. */
+export function startSessionInline(config: SessionConfig, listeners: SessionListeners, deps: SessionDeps = {}): SessionChannel {
+  const { port1, port2 } = new MessageChannel();
+  const session = serveSession(port1, config, deps);
+  port2.on('message', (message: ToExecutor) => listeners.onMessage(message));
+  return {
+    post: (message) => port2.postMessage(message),
+    dispose: async () => {
+      session.handle({ type: 'close' });
+      port1.close();
+      port2.close();
+    },
+  };
+}

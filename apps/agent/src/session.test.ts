@@ -1,0 +1,370 @@
+/**
+ * The agent against a scripted coordinator over real gRPC (127.0.0.1). The
+ * session runs in-thread behind a MessageChannel (same messages as the worker
+ * thread), so these tests need no build; session-worker.test.ts covers the
+ * real worker thread.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { HandlerResult, LeaseLostReason, OutcomeAckResult, type LeaseRef } from '@kairos/proto';
+import { pino } from 'pino';
+import { startAgentWith, type RunningAgent } from './agent';
+import { AGENT_VERSION, type AgentOptions } from './config';
+import { TaskAbortedError } from './sdk';
+import { ControlledTask } from './test-support/controlled-task';
+import { FakeCoordinator, type FakeCoordinatorOptions, type FakeStream } from './test-support/fake-coordinator';
+import { EventLog, waitFor } from './test-support/wait-for';
+
+const cleanups: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+interface SetupOptions {
+  readonly agent?: Partial<AgentOptions>;
+  readonly fake?: FakeCoordinatorOptions;
+}
+
+async function setup(options: SetupOptions = {}) {
+  const fake = await FakeCoordinator.start(options.fake);
+  cleanups.push(() => fake.stop());
+  const controlled = new ControlledTask();
+  const agent: RunningAgent = await startAgentWith(
+    {
+      coordinator: fake.address,
+      agentId: 'agent-under-test',
+      tasks: ['controlled', 'sleep'],
+      capacity: 4,
+      handlers: { controlled: controlled.handler },
+      httpAllowHosts: [],
+      execAllow: [],
+      drainGraceMs: 5_000,
+      logger: pino({ level: 'silent' }),
+      ...options.agent,
+    },
+    { thread: 'inline', flushTimeoutMs: 2_000 },
+  );
+  cleanups.push(() => agent.close());
+  const log = new EventLog(agent.events);
+  await log.wait('connected');
+  return { fake, agent, log, controlled, stream: fake.latest };
+}
+
+const byJob = (a: { jobId: string }, b: { jobId: string }) => a.jobId.localeCompare(b.jobId);
+const refs = (leases: LeaseRef[]) => leases.map((l) => ({ jobId: l.jobId, generation: l.leaseGeneration })).sort(byJob);
+
+/** Waits until `count` more heartbeats arrived on the stream. */
+async function heartbeatsPass(stream: FakeStream, count = 2): Promise<void> {
+  const target = stream.heartbeats().length + count;
+  await waitFor(`${count} more heartbeats`, () => stream.heartbeats().length >= target);
+}
+
+describe('agent session', () => {
+  it('says Hello first, is welcomed, and heartbeats from seq 1 even with nothing held', async () => {
+    const { fake, log, stream } = await setup({ agent: { token: 'agent-token', capacity: 3 } });
+    expect(stream.received[0]?.message.kind.case).toBe('hello');
+    expect(stream.hello).toMatchObject({
+      agentId: 'agent-under-test',
+      tasks: ['controlled', 'sleep'],
+      capacity: 3,
+      heldLeases: [],
+      version: AGENT_VERSION,
+    });
+    expect(stream.metadata.get('authorization')).toEqual(['Bearer agent-token']);
+    expect(log.find('connected')).toEqual({ coordinatorId: fake.coordinatorId, leaseMs: 600, heartbeatIntervalMs: 200 });
+    await waitFor('two heartbeats', () => stream.heartbeats().length >= 2);
+    expect(stream.heartbeats().map((h) => h.seq).slice(0, 2)).toEqual([1n, 2n]);
+    expect(stream.heartbeats()[0]?.leases).toEqual([]);
+  });
+
+  it('runs an assignment and re-sends its outcome until it is acknowledged', async () => {
+    const { fake, log, controlled, stream } = await setup();
+    // Withhold the ack of the first send; acknowledge the re-send.
+    fake.ack = (outcome, s) => (s.outcomeSends(outcome.jobId) < 2 ? 'withhold' : OutcomeAckResult.RECORDED);
+    const scheduledFor = new Date('2030-01-02T03:04:05Z');
+    stream.assign({ jobId: 'j1', task: 'controlled', generation: 9n, attempt: 2, maxAttempts: 4, payload: { invoice: 77 }, scheduledFor });
+    await log.wait('started', (i) => i.jobId === 'j1');
+    const run = controlled.run('j1');
+    expect(run.payload).toEqual({ invoice: 77 });
+    expect(run.ctx).toMatchObject({ jobId: 'j1', runId: 'run-j1', attempt: 2, maxAttempts: 4, fencingToken: 9n, scheduledFor });
+    run.finish();
+    const acked = await log.wait('outcome-acked', (i) => i.jobId === 'j1');
+    expect(acked).toEqual({ jobId: 'j1', generation: 9n, result: 'RECORDED' });
+    expect(stream.outcomeSends('j1')).toBe(2);
+    expect(stream.outcomes()[0]).toMatchObject({ jobId: 'j1', leaseGeneration: 9n, result: HandlerResult.SUCCEEDED, error: '' });
+    expect(stream.outcomes()[0]?.finishedAt).toBeDefined();
+    expect(log.find('finished', (i) => i.jobId === 'j1')?.result).toBe('succeeded');
+    // Once acknowledged it is neither renewed nor reported again.
+    await heartbeatsPass(stream);
+    expect(stream.heartbeats().at(-1)?.leases).toEqual([]);
+    expect(stream.outcomeSends('j1')).toBe(2);
+  });
+
+  it('lists every held lease in each heartbeat, finished-but-unacked included, with seq growing by one', async () => {
+    const { fake, log, controlled, stream } = await setup();
+    fake.ack = () => 'withhold';
+    stream.assign({ jobId: 'running', task: 'controlled' }, { jobId: 'done', task: 'controlled', generation: 3n });
+    await log.wait('started', (i) => i.jobId === 'done');
+    controlled.finish('done', new Error('card declined'));
+    await waitFor('the failed outcome', () => stream.outcomes().find((o) => o.jobId === 'done'));
+    expect(stream.outcomes()[0]).toMatchObject({ result: HandlerResult.FAILED, error: 'card declined' });
+    const afterOutcome = stream.received.findIndex((r) => r.message.kind.case === 'outcomes');
+    const heartbeat = await waitFor('a heartbeat after the outcome', () =>
+      stream.received.slice(afterOutcome).find((r) => r.message.kind.case === 'heartbeat'),
+    );
+    const leases = heartbeat.message.kind.case === 'heartbeat' ? heartbeat.message.kind.value.leases : [];
+    expect(refs(leases)).toEqual([
+      { jobId: 'done', generation: 3n },
+      { jobId: 'running', generation: 1n },
+    ]);
+    const seqs = stream.heartbeats().map((h) => h.seq);
+    expect(seqs).toEqual(seqs.map((_, i) => BigInt(i + 1)));
+  });
+
+  it('aborts the handler when a renew reply says the lease is lost, and reports nothing', async () => {
+    const { fake, log, controlled, stream } = await setup();
+    stream.assign({ jobId: 'doomed', task: 'controlled', generation: 5n });
+    await log.wait('started', (i) => i.jobId === 'doomed');
+    fake.renew = (lease) =>
+      lease.jobId === 'doomed' ? { kind: 'lost', reason: LeaseLostReason.STALE_GENERATION } : { kind: 'held', remainingMs: 600 };
+    const lost = await log.wait('lease-lost', (i) => i.jobId === 'doomed');
+    expect(lost).toEqual({ jobId: 'doomed', generation: 5n, reason: 'stale-generation', source: 'renew-reply' });
+    expect((await log.finished('doomed')).result).toBe('lease-lost');
+    expect(controlled.run('doomed').abortReason).toBeInstanceOf(TaskAbortedError);
+    expect((controlled.run('doomed').abortReason as TaskAbortedError).kind).toBe('lease-lost');
+    await heartbeatsPass(stream);
+    expect(stream.outcomes()).toEqual([]);
+    expect(stream.heartbeats().at(-1)?.leases).toEqual([]);
+  });
+
+  it('fences itself when renew replies stop: the handler is aborted once the trust window runs out', async () => {
+    const { fake, log, controlled, stream } = await setup();
+    fake.replyToHeartbeats = false;
+    const assignedAt = performance.now();
+    stream.assign({ jobId: 'quiet', task: 'controlled' });
+    const lost = await log.wait('lease-lost', (i) => i.jobId === 'quiet', { timeoutMs: 3_000 });
+    const lostAt = log.events.find((e) => e.name === 'lease-lost')?.at ?? 0;
+    expect(lost).toMatchObject({ reason: 'trust-window', source: 'trust-window' });
+    // Trusted for lease_remaining_ms (600) minus the margin (200) from receipt: not a moment less.
+    expect(lostAt - assignedAt).toBeGreaterThanOrEqual(400);
+    expect(lostAt - assignedAt).toBeLessThan(1_500);
+    expect((controlled.run('quiet').abortReason as TaskAbortedError).kind).toBe('lease-lost');
+    // The aborted run is still reported, as CANCELLED: the coordinator's fence decides
+    // whether it counts (lease still current) or is rejected as stale (job moved on).
+    await waitFor('the self-fenced outcome', () => stream.outcomes().some((o) => o.jobId === 'quiet'));
+    expect(stream.outcomes()).toMatchObject([{ jobId: 'quiet', result: HandlerResult.CANCELLED }]);
+    expect(stream.outcomes()[0]?.error).toContain('self-fenced');
+  });
+
+  it('keeps a lease alive as long as renewals arrive, anchored at the heartbeat send time', async () => {
+    const { log, controlled, stream } = await setup();
+    stream.assign({ jobId: 'steady', task: 'controlled' });
+    await log.wait('started', (i) => i.jobId === 'steady');
+    // Well past the initial 400 ms window: only renewals keep it.
+    await heartbeatsPass(stream, 5);
+    expect(log.find('lease-lost')).toBeUndefined();
+    controlled.finish('steady');
+    expect((await log.finished('steady')).result).toBe('succeeded');
+  });
+
+  it('aborts at once on Revoke and reports nothing', async () => {
+    const { log, controlled, stream } = await setup();
+    stream.assign({ jobId: 'r1', task: 'controlled', generation: 2n });
+    await log.wait('started', (i) => i.jobId === 'r1');
+    stream.revoke([{ jobId: 'r1', generation: 2n }], LeaseLostReason.CANCELLED);
+    expect(await log.wait('lease-lost', (i) => i.jobId === 'r1')).toMatchObject({ reason: 'cancelled', source: 'revoke' });
+    expect(controlled.run('r1').abortReason).toBeDefined();
+    await heartbeatsPass(stream);
+    expect(stream.outcomes()).toEqual([]);
+  });
+
+  it('reports TIMED_OUT when timeout_ms passes, also for a handler that ignores its signal', async () => {
+    const { log, controlled, stream } = await setup();
+    stream.assign(
+      { jobId: 'slow', task: 'sleep', payload: { seconds: 30 }, timeoutMs: 150 },
+      { jobId: 'stubborn', task: 'controlled', payload: { ignoreSignal: true }, timeoutMs: 150 },
+    );
+    await waitFor('both outcomes', () => stream.outcomes().length >= 2);
+    for (const outcome of stream.outcomes()) {
+      expect(outcome).toMatchObject({ result: HandlerResult.TIMED_OUT, error: 'timed out after 150 ms' });
+    }
+    await log.wait('outcome-acked', (i) => i.jobId === 'stubborn');
+    // The stubborn handler is still running; its late result changes nothing.
+    expect(controlled.run('stubborn').settled).toBe(false);
+    expect((controlled.run('stubborn').abortReason as TaskAbortedError).kind).toBe('timeout');
+    controlled.finish('stubborn');
+    await heartbeatsPass(stream);
+    expect(stream.outcomes()).toHaveLength(2);
+  });
+
+  it('reconnects after the stream drops: re-announces held leases and re-sends unacked outcomes', async () => {
+    const { fake, log, controlled, stream } = await setup();
+    fake.ack = () => 'withhold';
+    stream.assign({ jobId: 'long', task: 'controlled' }, { jobId: 'finished', task: 'controlled', generation: 2n });
+    await log.wait('started', (i) => i.jobId === 'finished');
+    controlled.finish('finished');
+    await waitFor('the first outcome', () => stream.outcomes().length === 1);
+    // Unacked on the first stream; the next coordinator acknowledges whatever reaches it.
+    fake.ack = () => OutcomeAckResult.RECORDED;
+    stream.fail();
+    await log.wait('disconnected');
+    const second = await waitFor('a second stream', () => (fake.streams[1]?.hello !== undefined ? fake.streams[1] : undefined));
+    expect(refs(second.hello?.heldLeases ?? [])).toEqual([
+      { jobId: 'finished', generation: 2n },
+      { jobId: 'long', generation: 1n },
+    ]);
+    await waitFor('the outcome re-sent on the new stream', () => second.outcomes().find((o) => o.jobId === 'finished'));
+    await log.wait('outcome-acked', (i) => i.jobId === 'finished');
+    await waitFor('heartbeats on the new stream', () => second.heartbeats().length >= 2);
+    expect(second.heartbeats()[0]?.seq).toBe(1n);
+    // The running handler survived the reconnect and reports on the new stream.
+    expect(controlled.run('long').abortReason).toBeUndefined();
+    controlled.finish('long');
+    await log.wait('outcome-acked', (i) => i.jobId === 'long');
+    expect(second.outcomes().map((o) => o.jobId).sort()).toEqual(['finished', 'long']);
+    expect(log.find('lease-lost')).toBeUndefined();
+  });
+
+  it('applies the seq-0 renew reply to Hello: a lease lost while disconnected is aborted', async () => {
+    const { fake, log, controlled, stream } = await setup();
+    stream.assign({ jobId: 'gone', task: 'controlled', generation: 6n }, { jobId: 'kept', task: 'controlled' });
+    await log.wait('started', (i) => i.jobId === 'kept');
+    // The next coordinator finds that 'gone' was re-claimed meanwhile.
+    fake.renew = (lease) =>
+      lease.jobId === 'gone' ? { kind: 'lost', reason: LeaseLostReason.STALE_GENERATION } : { kind: 'held', remainingMs: 600 };
+    stream.fail();
+    const lost = await log.wait('lease-lost', (i) => i.jobId === 'gone');
+    expect(lost).toMatchObject({ generation: 6n, reason: 'stale-generation', source: 'renew-reply' });
+    const second = fake.latest;
+    expect(second.index).toBe(1);
+    // It was answered by the reply to Hello (seq 0), before any heartbeat of the new stream.
+    const replyToHello = second.sent.find((s) => s.message.kind?.case === 'renewReply');
+    expect(replyToHello?.message.kind?.value).toMatchObject({ seq: 0n });
+    expect(controlled.run('gone').abortReason).toBeDefined();
+    expect(controlled.run('kept').abortReason).toBeUndefined();
+  });
+
+  it('runs the built-in http task end to end with the fencing token header', async () => {
+    const seen: Record<string, string | string[] | undefined>[] = [];
+    const server = createServer((req, res) => {
+      seen.push(req.headers);
+      req.resume();
+      req.on('end', () => res.writeHead(204).end());
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const port = (server.address() as AddressInfo).port;
+    const { log, stream } = await setup({ agent: { tasks: ['http'], httpAllowHosts: [`127.0.0.1:${port}`] } });
+    stream.assign({ jobId: 'hook', task: 'http', generation: 12n, attempt: 3, payload: { url: `http://127.0.0.1:${port}/hook`, body: { a: 1 } } });
+    await log.wait('outcome-acked', (i) => i.jobId === 'hook');
+    expect(stream.outcomes()).toMatchObject([{ jobId: 'hook', result: HandlerResult.SUCCEEDED }]);
+    expect(seen[0]).toMatchObject({ 'x-kairos-job-id': 'hook', 'x-kairos-attempt': '3', 'x-kairos-fencing-token': '12' });
+  });
+
+  it('fences itself while the coordinator is unreachable', async () => {
+    const { fake, log, controlled, stream } = await setup();
+    stream.assign({ jobId: 'stranded', task: 'controlled' });
+    await log.wait('started', (i) => i.jobId === 'stranded');
+    await heartbeatsPass(stream, 3); // renewed past its first window
+    expect(log.find('lease-lost')).toBeUndefined();
+    await fake.stop();
+    await log.wait('disconnected');
+    expect(await log.wait('lease-lost', (i) => i.jobId === 'stranded', { timeoutMs: 3_000 })).toMatchObject({ source: 'trust-window' });
+    expect((controlled.run('stranded').abortReason as TaskAbortedError).kind).toBe('lease-lost');
+  });
+
+  it('releases assignments beyond its capacity or for tasks it does not serve', async () => {
+    const { log, stream } = await setup({ agent: { capacity: 1 } });
+    stream.assign({ jobId: 'one', task: 'controlled' }, { jobId: 'two', task: 'controlled' }, { jobId: 'odd', task: 'teleport' });
+    await waitFor('two releases', () => stream.releases().length >= 2);
+    expect(stream.releases().map((r) => r.jobId).sort()).toEqual(['odd', 'two']);
+    expect(log.find('released', (i) => i.jobId === 'two')?.reason).toBe('over capacity (1)');
+    expect(log.find('released', (i) => i.jobId === 'odd')?.reason).toMatch(/task "teleport" is not served/);
+    await log.wait('started', (i) => i.jobId === 'one');
+    expect(log.all('assigned').map((i) => i.jobId)).toEqual(['one']);
+    await heartbeatsPass(stream, 1);
+    expect(refs(stream.heartbeats().at(-1)?.leases ?? [])).toEqual([{ jobId: 'one', generation: 1n }]);
+  });
+
+  it('on the coordinator\'s Drain moves to a new stream and keeps working', async () => {
+    const { fake, log, controlled, stream } = await setup();
+    stream.assign({ jobId: 'move', task: 'controlled', generation: 4n });
+    await log.wait('started', (i) => i.jobId === 'move');
+    stream.drain(5_000);
+    const second = await waitFor('a replacement stream', () => (fake.streams[1]?.hello !== undefined ? fake.streams[1] : undefined));
+    expect(refs(second.hello?.heldLeases ?? [])).toEqual([{ jobId: 'move', generation: 4n }]);
+    await waitFor('the agent to close the drained stream', () => stream.agentEnded);
+    await waitFor('heartbeats on the new stream', () => second.heartbeats().length >= 1);
+    expect(controlled.run('move').abortReason).toBeUndefined();
+    controlled.finish('move');
+    await log.wait('outcome-acked', (i) => i.jobId === 'move');
+    expect(second.outcomes().map((o) => o.jobId)).toEqual(['move']);
+    expect(stream.outcomes()).toEqual([]);
+    expect(log.find('lease-lost')).toBeUndefined();
+  });
+
+  it('drains: sends Draining, releases what it did not start, waits for running handlers, then closes', async () => {
+    const { log, controlled, stream, agent } = await setup();
+    stream.assign({ jobId: 'busy', task: 'controlled' });
+    await log.wait('started', (i) => i.jobId === 'busy');
+    let drained = false;
+    const draining = agent.drain().then(() => (drained = true));
+    await waitFor('Draining', () => stream.drainingReceived);
+    stream.assign({ jobId: 'late', task: 'controlled', generation: 8n });
+    await waitFor('the late assignment released', () => stream.releases().find((r) => r.jobId === 'late'));
+    expect(log.find('started', (i) => i.jobId === 'late')).toBeUndefined();
+    expect(drained).toBe(false);
+    expect(controlled.run('busy').abortReason).toBeUndefined();
+    controlled.finish('busy');
+    await draining;
+    expect(stream.outcomes()).toMatchObject([{ jobId: 'busy', result: HandlerResult.SUCCEEDED }]);
+    expect(log.find('drained')).toEqual({ unackedOutcomes: 0 });
+    await waitFor('the agent to close its side', () => stream.agentEnded);
+  });
+
+  it('drains: cancels handlers still running when the grace period ends, and reports CANCELLED', async () => {
+    const { log, stream, agent } = await setup({ agent: { drainGraceMs: 200 } });
+    stream.assign({ jobId: 'forever', task: 'controlled' });
+    await log.wait('started', (i) => i.jobId === 'forever');
+    await agent.drain();
+    expect(stream.outcomes()).toMatchObject([{ jobId: 'forever', result: HandlerResult.CANCELLED }]);
+    expect(stream.outcomes()[0]?.error).toMatch(/drain grace period \(200 ms\)/);
+    expect(log.find('outcome-acked', (i) => i.jobId === 'forever')?.result).toBe('RECORDED');
+  });
+
+  it('close() aborts handlers and reports nothing', async () => {
+    const { log, controlled, stream, agent } = await setup();
+    stream.assign({ jobId: 'cut', task: 'controlled' });
+    await log.wait('started', (i) => i.jobId === 'cut');
+    await agent.close();
+    expect((controlled.run('cut').abortReason as TaskAbortedError).kind).toBe('closed');
+    await waitFor('the stream to end', () => stream.finished);
+    expect(stream.outcomes()).toEqual([]);
+  });
+
+  it('keeps retrying until a coordinator appears', async () => {
+    const probe = await FakeCoordinator.start();
+    const port = probe.port;
+    await probe.stop();
+    const agent = await startAgentWith(
+      {
+        coordinator: `127.0.0.1:${port}`,
+        agentId: 'early-bird',
+        tasks: ['sleep'],
+        capacity: 1,
+        httpAllowHosts: [],
+        execAllow: [],
+        drainGraceMs: 1_000,
+        logger: pino({ level: 'silent' }),
+      },
+      { thread: 'inline' },
+    );
+    cleanups.push(() => agent.close());
+    const log = new EventLog(agent.events);
+    const fake = await FakeCoordinator.start({ port });
+    cleanups.push(() => fake.stop());
+    await log.wait('connected', undefined, { timeoutMs: 10_000 });
+    expect(fake.latest.hello?.agentId).toBe('early-bird');
+  });
+});

@@ -1,0 +1,622 @@
+/**
+ * Agent session: the AgentService/Connect stream, seen from the agent.
+ *
+ * Authority
+ *   The coordinator (for the database) decides which leases exist; this
+ *   session decides, for the agent, which leases it still trusts (through the
+ *   LeaseKeeper) and is the only code that talks to the coordinator. Handler
+ *   results are decided elsewhere (executor.ts, on the handler thread) and
+ *   arrive here as `outcome` messages; the session only reports them.
+ *   In production this class runs in a worker thread (session-worker.ts), so
+ *   heartbeats and the self-fence keep time while handlers hog the main
+ *   thread. Tests drive it in-thread through a MessageChannel. Per-call
+ *   bookkeeping (Hello, heartbeat seq and send times) is in stream-link.ts;
+ *   lease state and trust windows in lease-keeper.ts.
+ *
+ * Connection states (`SessionState`, a tagged union)
+ *
+ *     connecting ──Welcome──> open ──Drain──> draining ──Welcome on next──> open
+ *         ^  │                 │                  │
+ *         │  └─stream ends─┐   └──stream ends──┐  └──old stream ends──> connecting (next)
+ *         └──backoff───────┴───────────────────┘
+ *     any ──close / drain finished──> closed
+ *
+ *   - connecting: no usable stream. `dial` is either waiting out a jittered
+ *     backoff (100 ms doubling to 5 s) or a handshake: Hello sent (listing
+ *     every held lease), Welcome not yet received.
+ *   - open: a welcomed stream. Heartbeats every heartbeat_interval_ms list
+ *     every held lease; outcomes are written and re-sent until acked.
+ *   - draining: the COORDINATOR sent Drain: this stream keeps carrying
+ *     heartbeats and outcomes while `next` dials a replacement (the Service
+ *     routes it to another coordinator). When `next` is welcomed the old
+ *     stream is half-closed and `next` becomes open. Drain never stops work.
+ *   - closed: terminal; nothing is written any more.
+ *
+ *   The AGENT's own drain (SIGTERM) is not a connection state: it must survive
+ *   reconnects, so it is the separate `WorkMode` (accepting -> finishing ->
+ *   flushing). While not accepting, every assignment is released at once and
+ *   Draining is sent on every stream after its Welcome.
+ *
+ * Invariants
+ *   - Hello is the first message of every stream, sent at dial time; its send
+ *     time anchors the seq-0 RenewReply.
+ *   - Heartbeat seq starts at 1 on every stream; the send time of each seq is
+ *     remembered until it is answered (bounded), to anchor RenewReply.
+ *   - Only messages from a live stream (the open one, the draining one, or the
+ *     one being dialled) are read; anything but Welcome before Welcome is a
+ *     protocol error that drops the stream.
+ *   - Held leases never exceed `capacity`: extra assignments, assignments of
+ *     unknown tasks and assignments too short to trust are released unstarted.
+ *   - A lost lease is reported to the handler thread (abort) and never to the
+ *     coordinator.
+ *
+ * Failure handling
+ *   - Stream error or end: back off and redial; the new Hello re-announces the
+ *     held leases and, after Welcome, every unacked outcome is re-sent.
+ *   - Coordinator unreachable: trust windows keep running; when one runs out
+ *     the handler is aborted (the self-fence) and the lease forgotten.
+ *   - Drain deadline: if acks do not all arrive within `flushTimeoutMs` after
+ *     the handlers finished, the session closes anyway and reports how many
+ *     outcomes were left (their leases expire on the coordinator).
+ */
+import { performance } from 'node:perf_hooks';
+import * as grpc from '@grpc/grpc-js';
+import { AgentService, createGrpcClient, type Assignment, type CoordinatorMessage, type RenewReply } from '@kairos/proto';
+import { backoffDelayMs, RECONNECT_BACKOFF } from './backoff';
+import { StreamLink, type AgentClient } from './stream-link';
+import { defaultTrustMarginMs, LeaseKeeper, type HeldLease } from './lease-keeper';
+import {
+  leaseId,
+  type LeaseKey,
+  type LeaseLossReason,
+  type LeaseLossSource,
+  type LogLevel,
+  type SessionEvent,
+  type ToExecutor,
+  type ToSession,
+} from './thread-messages';
+import {
+  ackResultOf,
+  leaseKeyOf,
+  leaseOutcomeOf,
+  leaseRefOf,
+  lossReasonOf,
+  offerOf,
+  renewStatusOf,
+  welcomeInfo,
+  type WelcomeInfo,
+} from './wire';
+
+/** What the session needs to know; plain data so it can be handed to a worker thread. */
+export interface SessionConfig {
+  readonly coordinator: string;
+  readonly agentId: string;
+  readonly tasks: readonly string[];
+  readonly capacity: number;
+  readonly token?: string | undefined;
+  /** Overrides the default margin, max(200, 10% of lease_ms). */
+  readonly trustMarginMs?: number | undefined;
+  readonly version: string;
+  /** While draining, how long to wait for the last OutcomeAcks once every handler has ended. */
+  readonly flushTimeoutMs: number;
+}
+
+/** The handler-thread side, as the session sees it. */
+export interface SessionHost {
+  post(message: ToExecutor): void;
+}
+
+/** Injection points for tests. */
+export interface SessionDeps {
+  /** Monotonic clock in ms (default `performance.now`). */
+  readonly now?: () => number;
+  /** [0, 1) source for backoff jitter (default `Math.random`). */
+  readonly random?: () => number;
+  readonly credentials?: grpc.ChannelCredentials;
+}
+
+/** How the session is getting its next stream. */
+type Dial =
+  | { readonly kind: 'waiting'; readonly attempt: number; readonly timer: NodeJS.Timeout }
+  | { readonly kind: 'handshake'; readonly attempt: number; readonly link: StreamLink };
+
+/** Connection state; see the diagram at the top of the file. */
+export type SessionState =
+  | { readonly kind: 'connecting'; readonly dial: Dial }
+  | { readonly kind: 'open'; readonly link: StreamLink; readonly welcome: WelcomeInfo }
+  | { readonly kind: 'draining'; readonly link: StreamLink; readonly welcome: WelcomeInfo; readonly next: Dial }
+  | { readonly kind: 'closed'; readonly reason: string };
+
+/** The agent's own drain (SIGTERM), orthogonal to the connection state. */
+type WorkMode =
+  | { readonly kind: 'accepting' }
+  /** Draining sent; running handlers are finishing on the handler thread. */
+  | { readonly kind: 'finishing' }
+  /** Every handler ended; waiting (bounded) for the last OutcomeAcks. */
+  | { readonly kind: 'flushing'; readonly deadline: NodeJS.Timeout };
+
+/** Outcomes per Outcomes message, to stay far below the 4 MiB message limit. */
+const OUTCOMES_PER_MESSAGE = 256;
+/** How long a half-closed stream may take to finish before it is cancelled. */
+const CLOSE_WAIT_MS = 1_000;
+
+export class AgentSession {
+  private state: SessionState = { kind: 'closed', reason: 'not started' };
+  private work: WorkMode = { kind: 'accepting' };
+  private readonly keeper: LeaseKeeper;
+  private readonly client: AgentClient;
+  private readonly tasks: ReadonlySet<string>;
+  private readonly now: () => number;
+  private readonly random: () => number;
+  /** Streams we half-closed after a coordinator Drain, until their status arrives. */
+  private readonly retired = new Set<StreamLink>();
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private heartbeatIntervalMs = 0;
+  private trustTimer: NodeJS.Timeout | undefined;
+  private linkSerial = 0;
+
+  constructor(
+    private readonly config: SessionConfig,
+    private readonly host: SessionHost,
+    deps: SessionDeps = {},
+  ) {
+    this.now = deps.now ?? (() => performance.now());
+    this.random = deps.random ?? Math.random;
+    this.tasks = new Set(config.tasks);
+    this.keeper = new LeaseKeeper(config.trustMarginMs ?? defaultTrustMarginMs(0));
+    this.client = createGrpcClient(AgentService, config.coordinator, deps.credentials ?? grpc.credentials.createInsecure(), {
+      // Let the channel retry as eagerly as the session does (grpc-js waits up to 120 s by default).
+      'grpc.initial_reconnect_backoff_ms': RECONNECT_BACKOFF.initialMs,
+      'grpc.max_reconnect_backoff_ms': RECONNECT_BACKOFF.maxMs,
+    });
+  }
+
+  /** Dials the coordinator. Does not wait for it to answer. */
+  start(): void {
+    this.state = { kind: 'connecting', dial: this.dial(0) };
+  }
+
+  /** A message from the handler thread. */
+  handle(message: ToSession): void {
+    if (message.type === 'close') {
+      void this.shutdown('closed by the agent', false).then(() => this.host.post({ type: 'closed' }));
+      return;
+    }
+    if (this.state.kind === 'closed') return;
+    switch (message.type) {
+      case 'started':
+        if (!this.keeper.markStarted(message.lease, this.now())) {
+          this.log('debug', { lease: leaseId(message.lease) }, 'started a lease that is no longer held');
+        }
+        return;
+      case 'outcome': {
+        const held = this.keeper.markFinished(message.lease, {
+          result: message.result,
+          error: message.error,
+          finishedAtMs: message.finishedAtMs,
+        });
+        if (!held) {
+          // Lost (or revoked) while the handler ran: the contract says report nothing.
+          this.log('info', { lease: leaseId(message.lease), result: message.result }, 'outcome dropped: lease no longer held');
+          return;
+        }
+        this.flushOutcomes(this.activeLink());
+        return;
+      }
+      case 'release':
+        this.release(message.lease, message.reason);
+        return;
+      case 'drain':
+        if (this.work.kind !== 'accepting') return;
+        this.work = { kind: 'finishing' };
+        this.log('info', { held: this.keeper.size }, 'draining: no new work');
+        this.activeLink()?.write({ kind: { case: 'draining', value: {} } });
+        return;
+      case 'work-done':
+        if (this.work.kind === 'flushing') return;
+        this.work = {
+          kind: 'flushing',
+          deadline: setTimeout(() => void this.finish('flush deadline passed'), this.config.flushTimeoutMs),
+        };
+        this.maybeFinishFlush();
+        return;
+    }
+  }
+
+  // ---------------------------------------------------------------------------
+  // Dialling and stream lifecycle
+
+  /** Starts attempt `attempt` (0 = at once, else after a backoff delay). */
+  private dial(attempt: number): Dial {
+    if (attempt === 0) return { kind: 'handshake', attempt, link: this.openLink() };
+    const delayMs = backoffDelayMs(attempt, RECONNECT_BACKOFF, this.random);
+    const timer = setTimeout(() => this.onDialTimer(timer), delayMs);
+    this.log('debug', { attempt, delayMs }, 'reconnecting after backoff');
+    return { kind: 'waiting', attempt, timer };
+  }
+
+  private onDialTimer(timer: NodeJS.Timeout): void {
+    const state = this.state;
+    if (state.kind === 'connecting' && state.dial.kind === 'waiting' && state.dial.timer === timer) {
+      this.state = { kind: 'connecting', dial: { kind: 'handshake', attempt: state.dial.attempt, link: this.openLink() } };
+    } else if (state.kind === 'draining' && state.next.kind === 'waiting' && state.next.timer === timer) {
+      this.state = { ...state, next: { kind: 'handshake', attempt: state.next.attempt, link: this.openLink() } };
+    }
+  }
+
+  /** Opens a Connect call and writes Hello, listing every held lease. */
+  private openLink(): StreamLink {
+    const link = StreamLink.open(
+      this.client,
+      {
+        serial: ++this.linkSerial,
+        token: this.config.token,
+        now: this.now(),
+        hello: {
+          agentId: this.config.agentId,
+          tasks: [...this.config.tasks],
+          capacity: this.config.capacity,
+          heldLeases: this.keeper.refs().map(leaseRefOf),
+          version: this.config.version,
+        },
+      },
+      {
+        onMessage: (l, message) => this.onMessage(l, message),
+        onEnded: (l, reason) => this.onLinkEnded(l, reason),
+        onWriteError: (l, error) => this.log('warn', { stream: l.serial, err: describe(error) }, 'write failed'),
+      },
+    );
+    this.log('debug', { stream: link.serial, held: this.keeper.size }, 'hello sent');
+    return link;
+  }
+
+  private onLinkEnded(link: StreamLink, reason: string): void {
+    this.retired.delete(link);
+    const state = this.state;
+    switch (state.kind) {
+      case 'open':
+        if (state.link !== link) return;
+        this.stopHeartbeats();
+        this.state = { kind: 'connecting', dial: this.dial(1) };
+        this.disconnected(link, reason);
+        return;
+      case 'draining':
+        if (state.link === link) {
+          this.stopHeartbeats();
+          this.state = { kind: 'connecting', dial: state.next };
+          this.disconnected(link, reason);
+        } else if (state.next.kind === 'handshake' && state.next.link === link) {
+          this.log('warn', { stream: link.serial, reason }, 'replacement stream failed');
+          this.state = { ...state, next: this.dial(state.next.attempt + 1) };
+        }
+        return;
+      case 'connecting':
+        if (state.dial.kind !== 'handshake' || state.dial.link !== link) return;
+        this.log('warn', { stream: link.serial, attempt: state.dial.attempt + 1, reason }, 'could not connect to the coordinator');
+        this.state = { kind: 'connecting', dial: this.dial(state.dial.attempt + 1) };
+        return;
+      case 'closed':
+        return;
+    }
+  }
+
+  private disconnected(link: StreamLink, reason: string): void {
+    this.log('warn', { stream: link.serial, reason, held: this.keeper.size }, 'disconnected from the coordinator');
+    this.emit({ name: 'disconnected', reason });
+  }
+
+  /** Half-closes a stream we no longer use (after a coordinator Drain). */
+  private retire(link: StreamLink): void {
+    if (!link.writable) return;
+    this.retired.add(link);
+    link.end();
+  }
+
+  /** Drops a misbehaving stream; its status event then drives the reconnect. */
+  private failLink(link: StreamLink, reason: string): void {
+    this.log('warn', { stream: link.serial, reason }, 'dropping stream');
+    link.cancel();
+  }
+
+  /** The welcomed stream heartbeats and outcomes go to (the old one while draining). */
+  private activeLink(): StreamLink | undefined {
+    const state = this.state;
+    return state.kind === 'open' || state.kind === 'draining' ? state.link : undefined;
+  }
+
+  private isWelcomed(link: StreamLink): boolean {
+    return this.activeLink() === link;
+  }
+
+  private isDialling(link: StreamLink): boolean {
+    const state = this.state;
+    const dial = state.kind === 'connecting' ? state.dial : state.kind === 'draining' ? state.next : undefined;
+    return dial?.kind === 'handshake' && dial.link === link;
+  }
+
+  // ---------------------------------------------------------------------------
+  // Coordinator messages
+
+  private onMessage(link: StreamLink, message: CoordinatorMessage): void {
+    const kind = message.kind;
+    if (kind.case === 'welcome') {
+      if (this.isDialling(link)) this.onWelcome(link, welcomeInfo(kind.value));
+      else this.log('warn', { stream: link.serial }, 'unexpected Welcome ignored');
+      return;
+    }
+    if (!this.isWelcomed(link)) {
+      if (this.isDialling(link)) this.failLink(link, `protocol error: ${kind.case ?? 'empty message'} before Welcome`);
+      return;
+    }
+    switch (kind.case) {
+      case 'assignments':
+        this.onAssignments(link, kind.value.assignments);
+        return;
+      case 'renewReply':
+        this.onRenewReply(link, kind.value);
+        return;
+      case 'outcomeAcks':
+        for (const ack of kind.value.acks) {
+          const lease = this.keeper.acknowledge(leaseKeyOf(ack));
+          if (lease === undefined) continue;
+          const result = ackResultOf(ack.result);
+          if (result === 'STALE') this.log('warn', { lease: lease.id }, 'outcome rejected as stale: the lease had expired');
+          this.emit({ name: 'outcome-acked', jobId: lease.key.jobId, generation: lease.key.generation, result });
+        }
+        this.maybeFinishFlush();
+        return;
+      case 'revoke': {
+        const reason = lossReasonOf(kind.value.reason);
+        for (const ref of kind.value.leases) {
+          const lease = this.keeper.drop(leaseKeyOf(ref));
+          if (lease !== undefined) this.lose(lease, reason, 'revoke');
+        }
+        this.afterLeaseChange();
+        return;
+      }
+      case 'drain':
+        this.onCoordinatorDrain(link, kind.value.graceMs);
+        return;
+      case undefined:
+        this.log('warn', { stream: link.serial }, 'empty or unknown coordinator message ignored');
+        return;
+    }
+  }
+
+  private onWelcome(link: StreamLink, welcome: WelcomeInfo): void {
+    const previous = this.state;
+    if (previous.kind === 'draining') this.retire(previous.link);
+    this.state = { kind: 'open', link, welcome };
+    this.keeper.setMargin(this.config.trustMarginMs ?? defaultTrustMarginMs(welcome.leaseMs));
+    this.log('info', { stream: link.serial, ...welcome, held: this.keeper.size }, 'connected to the coordinator');
+    this.emit({ name: 'connected', ...welcome });
+    if (this.work.kind !== 'accepting') link.write({ kind: { case: 'draining', value: {} } });
+    // Whatever was sent on an earlier stream may never have arrived.
+    this.keeper.forgetOutcomeSends();
+    this.flushOutcomes(link);
+    this.startHeartbeats(welcome.heartbeatIntervalMs);
+  }
+
+  private onAssignments(link: StreamLink, assignments: readonly Assignment[]): void {
+    const receivedAt = this.now();
+    const released: { key: LeaseKey; reason: string }[] = [];
+    for (const assignment of assignments) {
+      const key = leaseKeyOf(assignment);
+      if (this.keeper.get(key) !== undefined) continue; // a duplicate: already running it
+      const other = this.keeper.otherGeneration(key);
+      if (other !== undefined && other.key.generation > key.generation) {
+        released.push({ key, reason: 'older than a held generation' });
+        continue;
+      }
+      if (other !== undefined) {
+        // The job moved on to a newer generation, so ours is gone.
+        this.keeper.drop(other.key);
+        this.lose(other, 'superseded', 'assignment');
+      }
+      const refusal = this.refusal(assignment);
+      if (refusal !== undefined) {
+        released.push({ key, reason: refusal });
+        continue;
+      }
+      this.keeper.hold(key, assignment.task, assignment.leaseRemainingMs, receivedAt);
+      this.host.post({ type: 'offer', lease: offerOf(assignment) });
+    }
+    if (released.length > 0) {
+      link.write({ kind: { case: 'release', value: { leases: released.map((r) => leaseRefOf(r.key)) } } });
+      for (const { key, reason } of released) {
+        this.log('warn', { lease: leaseId(key), reason }, 'assignment released unstarted');
+        this.emit({ name: 'released', jobId: key.jobId, generation: key.generation, reason });
+      }
+    }
+    this.scheduleTrustCheck();
+  }
+
+  /** Why an assignment cannot be taken, or undefined if it can. */
+  private refusal(assignment: Assignment): string | undefined {
+    if (this.work.kind !== 'accepting') return 'agent is draining';
+    if (!this.tasks.has(assignment.task)) return `task "${assignment.task}" is not served by this agent`;
+    if (this.keeper.size >= this.config.capacity) return `over capacity (${this.config.capacity})`;
+    if (assignment.leaseRemainingMs <= this.keeper.margin) {
+      return `lease too short to trust (${assignment.leaseRemainingMs} ms left, margin ${this.keeper.margin} ms)`;
+    }
+    return undefined;
+  }
+
+  private onRenewReply(link: StreamLink, reply: RenewReply): void {
+    const sentAt = link.sendTimeOf(reply.seq);
+    if (sentAt === undefined) {
+      this.log('warn', { stream: link.serial, seq: String(reply.seq) }, 'renew reply for an unknown heartbeat: only losses applied');
+    }
+    for (const status of reply.statuses) {
+      const renewal = renewStatusOf(status);
+      if (renewal === undefined) continue;
+      const verdict = this.keeper.applyRenewal(leaseKeyOf(status), renewal, sentAt);
+      if (verdict.kind === 'lost') this.lose(verdict.lease, verdict.reason, 'renew-reply');
+    }
+    link.answered(reply.seq);
+    this.afterLeaseChange();
+  }
+
+  private onCoordinatorDrain(link: StreamLink, graceMs: number): void {
+    const state = this.state;
+    if (state.kind !== 'open' || state.link !== link) return;
+    this.log('info', { stream: link.serial, graceMs }, 'coordinator is draining this stream: moving to a new one');
+    this.state = { kind: 'draining', link, welcome: state.welcome, next: this.dial(0) };
+  }
+
+  // ---------------------------------------------------------------------------
+  // Leases
+
+  /** Tells the handler thread a lease is gone (it aborts the handler, reports nothing). */
+  private lose(lease: HeldLease, reason: LeaseLossReason, source: LeaseLossSource): void {
+    this.log('warn', { lease: lease.id, task: lease.task, phase: lease.phase.kind, reason, source }, 'lease lost');
+    this.host.post({ type: 'lost', lease: lease.key, reason, source });
+  }
+
+  private release(key: LeaseKey, reason: string): void {
+    const lease = this.keeper.drop(key);
+    if (lease === undefined) return;
+    const link = this.activeLink();
+    // If no stream is up the release is simply lost: the lease expires on its own.
+    if (link !== undefined) link.write({ kind: { case: 'release', value: { leases: [leaseRefOf(key)] } } });
+    this.log('info', { lease: lease.id, reason }, 'lease released unstarted');
+    this.emit({ name: 'released', jobId: key.jobId, generation: key.generation, reason });
+    this.afterLeaseChange();
+  }
+
+  private afterLeaseChange(): void {
+    this.scheduleTrustCheck();
+    this.maybeFinishFlush();
+  }
+
+  /** Arms one timer for the earliest trust deadline. */
+  private scheduleTrustCheck(): void {
+    if (this.trustTimer !== undefined) clearTimeout(this.trustTimer);
+    this.trustTimer = undefined;
+    if (this.state.kind === 'closed') return;
+    const deadline = this.keeper.nextTrustDeadline();
+    if (deadline === undefined) return;
+    // +1: timers have millisecond granularity and must not fire before the deadline.
+    const delayMs = Math.max(0, Math.ceil(deadline - this.now()) + 1);
+    this.trustTimer = setTimeout(() => this.checkTrust(), delayMs);
+  }
+
+  private checkTrust(): void {
+    this.trustTimer = undefined;
+    const now = this.now();
+    const fenced = this.keeper.fenceExpired(now, {
+      result: 'cancelled',
+      error: 'self-fenced: the lease could not be renewed in time, so the handler was aborted',
+      finishedAtMs: Date.now(),
+    });
+    for (const lease of fenced) this.lose(lease, 'trust-window', 'trust-window');
+    if (fenced.length > 0) this.flushOutcomes(this.activeLink());
+    this.afterLeaseChange();
+  }
+
+  // ---------------------------------------------------------------------------
+  // Heartbeats and outcomes
+
+  private startHeartbeats(intervalMs: number): void {
+    this.stopHeartbeats();
+    this.heartbeatIntervalMs = intervalMs;
+    this.heartbeatTimer = setInterval(() => this.beat(), intervalMs);
+  }
+
+  private stopHeartbeats(): void {
+    if (this.heartbeatTimer !== undefined) clearInterval(this.heartbeatTimer);
+    this.heartbeatTimer = undefined;
+  }
+
+  /** One heartbeat: every held lease, then any outcome due for a re-send. */
+  private beat(): void {
+    const link = this.activeLink();
+    if (link === undefined) return;
+    link.heartbeat(this.keeper.refs().map(leaseRefOf), this.now());
+    this.flushOutcomes(link);
+  }
+
+  /**
+   * Writes outcomes not yet sent on this stream, and re-sends those unacked for
+   * two heartbeat intervals (duplicates are harmless: the write is fenced).
+   */
+  private flushOutcomes(link: StreamLink | undefined): void {
+    if (link === undefined || !link.writable) return;
+    const due = this.keeper.outcomesDue(this.now(), 2 * this.heartbeatIntervalMs);
+    for (let i = 0; i < due.length; i += OUTCOMES_PER_MESSAGE) {
+      const outcomes = due.slice(i, i + OUTCOMES_PER_MESSAGE).flatMap((lease) =>
+        lease.phase.kind === 'finished' ? [leaseOutcomeOf(lease.key, lease.phase.outcome)] : [],
+      );
+      link.write({ kind: { case: 'outcomes', value: { outcomes } } });
+    }
+  }
+
+  // ---------------------------------------------------------------------------
+  // Shutdown
+
+  private maybeFinishFlush(): void {
+    if (this.work.kind === 'flushing' && this.keeper.size === 0) void this.finish('every outcome acknowledged');
+  }
+
+  /** End of the agent's drain: close the stream and tell the handler thread. */
+  private async finish(reason: string): Promise<void> {
+    if (this.state.kind === 'closed') return;
+    const unacked = this.keeper.size;
+    this.log(unacked === 0 ? 'info' : 'warn', { reason, unacked }, 'drain finished');
+    await this.shutdown(reason, true);
+    this.host.post({ type: 'drained', unacked });
+  }
+
+  /**
+   * Stops everything. `graceful`: half-close welcomed streams (the contract's
+   * "closes its side") and give them a moment to finish; otherwise cancel.
+   */
+  private async shutdown(reason: string, graceful: boolean): Promise<void> {
+    const state = this.state;
+    if (state.kind === 'closed') return;
+    this.state = { kind: 'closed', reason };
+    this.stopHeartbeats();
+    if (this.trustTimer !== undefined) clearTimeout(this.trustTimer);
+    this.trustTimer = undefined;
+    if (this.work.kind === 'flushing') clearTimeout(this.work.deadline);
+    const links = new Set(this.retired);
+    const dials: Dial[] = [];
+    if (state.kind === 'open' || state.kind === 'draining') links.add(state.link);
+    if (state.kind === 'connecting') dials.push(state.dial);
+    if (state.kind === 'draining') dials.push(state.next);
+    for (const dial of dials) {
+      if (dial.kind === 'waiting') clearTimeout(dial.timer);
+      else links.add(dial.link);
+    }
+    for (const link of links) {
+      if (graceful && link.writable && this.isWelcomedLink(state, link)) link.end();
+      else link.cancel();
+    }
+    if (graceful) {
+      const waited = await Promise.race([
+        Promise.all([...links].map((link) => link.settled)).then(() => true),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), CLOSE_WAIT_MS).unref()),
+      ]);
+      if (!waited) for (const link of links) link.cancel();
+    }
+    this.client.close();
+  }
+
+  private isWelcomedLink(state: SessionState, link: StreamLink): boolean {
+    return (state.kind === 'open' || state.kind === 'draining') && state.link === link;
+  }
+
+  // ---------------------------------------------------------------------------
+
+  private emit(event: SessionEvent): void {
+    this.host.post({ type: 'event', event });
+  }
+
+  private log(level: LogLevel, fields: Record<string, unknown>, msg: string): void {
+    this.host.post({ type: 'log', level, fields, msg });
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

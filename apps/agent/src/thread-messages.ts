@@ -1,0 +1,120 @@
+/**
+ * The messages exchanged between the two halves of an agent:
+ *
+ * - the SESSION thread (a worker thread in production) owns the gRPC stream
+ *   and every lease decision: which leases are held, how long each can be
+ *   trusted, what is renewed, released and reported;
+ * - the HANDLER thread (the process's main thread) runs task handlers and
+ *   decides how each run ended.
+ *
+ * Everything here must survive structured cloning (`postMessage`): plain
+ * objects, strings, numbers, bigints, no functions, no class instances. Times
+ * that cross the boundary are wall-clock milliseconds (`...AtMs`); monotonic
+ * readings never cross, because each thread's `performance.now()` has its own
+ * origin.
+ */
+
+/** One lease: a job and the generation it was claimed at (the fencing token). */
+export interface LeaseKey {
+  readonly jobId: string;
+  readonly generation: bigint;
+}
+
+/** An assignment handed from the session to the handler thread. */
+export interface LeaseOffer extends LeaseKey {
+  readonly runId: string;
+  readonly task: string;
+  readonly payload: Record<string, unknown>;
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  /** 0 = no timeout. */
+  readonly timeoutMs: number;
+  /** The occurrence this run serves, wall clock; null when the coordinator left it unset. */
+  readonly scheduledForMs: number | null;
+}
+
+/** Handler results that are reported to the coordinator (a lost lease is never reported). */
+export type ReportableResult = 'succeeded' | 'failed' | 'timed-out' | 'cancelled';
+
+/** Why the session stopped trusting a lease. */
+export type LeaseLossReason =
+  | 'stale-generation' // the job was claimed again at a newer generation
+  | 'expired' // the lease ran out before it was renewed (or was renewed with 0 ms left)
+  | 'cancelled' // an operator cancelled the job
+  | 'not-found' // the job no longer exists
+  | 'unspecified' // the coordinator gave no reason
+  | 'trust-window' // no renewal arrived in time: the agent fenced itself
+  | 'superseded' // the coordinator assigned the same job at a newer generation
+  | 'session-failed'; // the session thread died, so nothing renews the lease any more
+
+/** Where a loss was learnt. */
+export type LeaseLossSource = 'renew-reply' | 'revoke' | 'trust-window' | 'assignment' | 'session';
+
+/** Handler thread -> session thread. */
+export type ToSession =
+  /** The handler of an offered lease has been called. */
+  | { readonly type: 'started'; readonly lease: LeaseKey }
+  /** A run ended with a reportable result; the session reports it until acknowledged. */
+  | {
+      readonly type: 'outcome';
+      readonly lease: LeaseKey;
+      readonly result: ReportableResult;
+      readonly error: string;
+      readonly finishedAtMs: number;
+    }
+  /** An offered lease will never be started (draining, or no free slot): give it back. */
+  | { readonly type: 'release'; readonly lease: LeaseKey; readonly reason: string }
+  /** The agent is draining: tell the coordinator, take no new work. */
+  | { readonly type: 'drain' }
+  /** Draining: every handler has ended and its outcome was posted; flush and close. */
+  | { readonly type: 'work-done' }
+  /** Abrupt stop: cancel the stream, report nothing. */
+  | { readonly type: 'close' };
+
+/** Events the session raises; the handler thread re-emits them on `RunningAgent.events`. */
+export type SessionEvent =
+  | {
+      readonly name: 'connected';
+      readonly coordinatorId: string;
+      readonly leaseMs: number;
+      readonly heartbeatIntervalMs: number;
+    }
+  | { readonly name: 'disconnected'; readonly reason: string }
+  | {
+      readonly name: 'outcome-acked';
+      readonly jobId: string;
+      readonly generation: bigint;
+      readonly result: 'RECORDED' | 'STALE';
+    }
+  | { readonly name: 'released'; readonly jobId: string; readonly generation: bigint; readonly reason: string };
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** Session thread -> handler thread. */
+export type ToExecutor =
+  /** A new lease to run. */
+  | { readonly type: 'offer'; readonly lease: LeaseOffer }
+  /** A held lease is gone: abort its handler (if any) and report nothing. */
+  | {
+      readonly type: 'lost';
+      readonly lease: LeaseKey;
+      readonly reason: LeaseLossReason;
+      readonly source: LeaseLossSource;
+    }
+  | { readonly type: 'event'; readonly event: SessionEvent }
+  /** A log line from the session thread, written by the agent's logger. */
+  | {
+      readonly type: 'log';
+      readonly level: LogLevel;
+      readonly fields: Record<string, unknown>;
+      readonly msg: string;
+    }
+  /** Draining finished: the stream is closed; `unacked` outcomes were never acknowledged. */
+  | { readonly type: 'drained'; readonly unacked: number }
+  /** The session stopped after a `close` request. */
+  | { readonly type: 'closed' };
+
+/** Stable string id of a lease, for maps and logs. */
+export function leaseId(lease: LeaseKey): string {
+  return `${lease.jobId}@${lease.generation}`;
+}

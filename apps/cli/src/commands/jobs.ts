@@ -1,0 +1,190 @@
+/**
+ * `kairos jobs create|get|list|cancel|pause|resume|trigger`: JobService calls
+ * through @kairos/client, printed as tables or (--json) as one JSON document.
+ */
+import { MISFIRE_POLICIES, type CreateJobInput, type Job, type MisfirePolicy } from '@kairos/client';
+import { Option, type Command } from 'commander';
+import { globalOptions, withClient } from '../context';
+import { UsageError } from '../errors';
+import { jobState, payloadFromFlags, rfc3339, wholeNumber } from '../flags';
+import type { CliIo } from '../io';
+import { formatFields, formatTable, formatTime, NONE, writeJson } from '../output';
+
+interface CreateFlags {
+  runAt?: string;
+  schedule?: string;
+  timezone?: string;
+  task: string;
+  payload?: string;
+  payloadFile?: string;
+  name?: string;
+  maxAttempts?: number;
+  timeoutSeconds?: number;
+  misfirePolicy?: MisfirePolicy;
+  idempotencyKey?: string;
+}
+
+interface ListFlags {
+  state?: Exclude<Job['state'], 'UNSPECIFIED'>;
+  task?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+export function registerJobCommands(program: Command, io: CliIo): void {
+  const jobs = program.command('jobs').description('create, inspect and steer jobs');
+
+  jobs
+    .command('create')
+    .description('schedule a one-off (--run-at) or recurring (--schedule) job')
+    .requiredOption('--task <name>', 'task that runs the job, e.g. http, sleep')
+    .option('--run-at <rfc3339>', 'one-off: when to run, e.g. 2030-01-01T09:00:00Z (past = now)', rfc3339)
+    .option('--schedule <cron>', "recurring: cron with 5 or 6 fields, e.g. '*/5 * * * *'")
+    .option('--timezone <iana>', 'time zone of --schedule (default UTC)')
+    .option('--payload <json>', 'task input, a JSON object')
+    .option('--payload-file <path>', 'read the payload (a JSON object) from a file')
+    .option('--name <label>', 'human-readable label')
+    .option('--max-attempts <n>', 'attempts per occurrence (default 3)', wholeNumber(1))
+    .option('--timeout-seconds <n>', 'abort an attempt after this long (default: no timeout)', wholeNumber(0))
+    .addOption(
+      new Option('--misfire-policy <policy>', 'missed occurrences: run once late, or skip').choices(MISFIRE_POLICIES),
+    )
+    .option('--idempotency-key <key>', 'makes retrying this command safe')
+    .action(async (flags: CreateFlags, command: Command) => {
+      const input = createInput(flags);
+      const globals = globalOptions(command, io);
+      const result = await withClient(globals, (client) => client.createJob(input));
+      if (globals.json) writeJson(io.stdout, result);
+      else if (result.created) io.stdout.write(`created job ${result.jobId}\n`);
+      else io.stdout.write(`job ${result.jobId} already exists (same idempotency key and request)\n`);
+    });
+
+  jobs
+    .command('get')
+    .description('show one job')
+    .argument('<id>', 'job id')
+    .action(async (id: string, _flags: unknown, command: Command) => {
+      const globals = globalOptions(command, io);
+      const job = await withClient(globals, (client) => client.getJob(id));
+      if (globals.json) writeJson(io.stdout, job);
+      else io.stdout.write(formatFields(jobFields(job)));
+    });
+
+  jobs
+    .command('list')
+    .description('list jobs, oldest first, one page at a time')
+    .option('--state <state>', 'only jobs in this state (DUE, CLAIMED, COMPLETED, DEAD, PAUSED, CANCELLED)', jobState)
+    .option('--task <name>', 'only jobs of this task')
+    .option('--limit <n>', 'page size (default 100, at most 1000)', wholeNumber(1))
+    .option('--cursor <cursor>', 'continue from a previous page')
+    .action(async (flags: ListFlags, command: Command) => {
+      const globals = globalOptions(command, io);
+      const page = await withClient(globals, (client) => client.listJobs(flags));
+      if (globals.json) {
+        writeJson(io.stdout, page);
+        return;
+      }
+      io.stdout.write(page.jobs.length === 0 ? 'no jobs\n' : formatTable(JOB_COLUMNS, page.jobs.map(jobRow)));
+      if (page.nextCursor !== null) io.stdout.write(`more: add --cursor ${page.nextCursor}\n`);
+    });
+
+  jobs
+    .command('cancel')
+    .description('cancel a job that is not running (DUE or PAUSED)')
+    .argument('<id>', 'job id')
+    .action(async (id: string, _flags: unknown, command: Command) => {
+      const globals = globalOptions(command, io);
+      await withClient(globals, (client) => client.cancelJob(id));
+      if (globals.json) writeJson(io.stdout, { jobId: id, state: 'CANCELLED' });
+      else io.stdout.write(`cancelled job ${id}\n`);
+    });
+
+  const steer = [
+    ['pause', 'paused', 'hold a DUE job until it is resumed'],
+    ['resume', 'resumed', 'make a PAUSED job DUE again (missed occurrences follow its misfire policy)'],
+    ['trigger', 'triggered', 'run a DUE or DEAD job now, once, without changing its schedule'],
+  ] as const;
+  for (const [verb, done, description] of steer) {
+    jobs
+      .command(verb)
+      .description(description)
+      .argument('<id>', 'job id')
+      .action(async (id: string, _flags: unknown, command: Command) => {
+        const globals = globalOptions(command, io);
+        const job = await withClient(globals, (client) => {
+          switch (verb) {
+            case 'pause':
+              return client.pauseJob(id);
+            case 'resume':
+              return client.resumeJob(id);
+            case 'trigger':
+              return client.triggerJob(id);
+          }
+        });
+        if (globals.json) writeJson(io.stdout, job);
+        else io.stdout.write(`${done} job ${job.id}: ${job.state}, next run ${formatTime(job.nextRunAt)}\n`);
+      });
+  }
+}
+
+/** The client input for `jobs create`; flag combinations are checked before any call. */
+function createInput(flags: CreateFlags): CreateJobInput {
+  // A JSON.parse result is JSON by construction; the client's type says so more narrowly.
+  const payload = payloadFromFlags(flags) as CreateJobInput['payload'];
+  const common = {
+    task: flags.task,
+    ...(payload === undefined ? {} : { payload }),
+    ...(flags.name === undefined ? {} : { name: flags.name }),
+    ...(flags.maxAttempts === undefined ? {} : { maxAttempts: flags.maxAttempts }),
+    ...(flags.timeoutSeconds === undefined ? {} : { timeoutSeconds: flags.timeoutSeconds }),
+    ...(flags.misfirePolicy === undefined ? {} : { misfirePolicy: flags.misfirePolicy }),
+    ...(flags.idempotencyKey === undefined ? {} : { idempotencyKey: flags.idempotencyKey }),
+  };
+  if (flags.runAt !== undefined && flags.schedule !== undefined) {
+    throw new UsageError('give --run-at or --schedule, not both', '--run-at');
+  }
+  if (flags.runAt !== undefined) {
+    if (flags.timezone !== undefined) throw new UsageError('--timezone applies to --schedule only', '--timezone');
+    return { ...common, runAt: flags.runAt };
+  }
+  if (flags.schedule !== undefined) {
+    return { ...common, schedule: flags.schedule, ...(flags.timezone === undefined ? {} : { timezone: flags.timezone }) };
+  }
+  throw new UsageError('one of --run-at <rfc3339> or --schedule <cron> is required', '--run-at');
+}
+
+const JOB_COLUMNS = ['ID', 'NAME', 'TASK', 'STATE', 'WHEN', 'NEXT RUN', 'ATTEMPT'] as const;
+
+function jobRow(job: Job): string[] {
+  return [job.id, job.name ?? NONE, job.task, job.state, when(job), formatTime(job.nextRunAt), attempts(job)];
+}
+
+/** The schedule with its zone, or the one-off instant. */
+function when(job: Job): string {
+  if (job.schedule === null) return formatTime(job.runAt);
+  return job.timezone === '' || job.timezone === 'UTC' ? job.schedule : `${job.schedule} (${job.timezone})`;
+}
+
+function attempts(job: Job): string {
+  return `${job.attempt}/${job.maxAttempts}`;
+}
+
+function jobFields(job: Job): Array<[string, string]> {
+  return [
+    ['id', job.id],
+    ['name', job.name ?? NONE],
+    ['namespace', job.namespace],
+    ['task', job.task],
+    ['state', job.state],
+    job.schedule !== null ? ['schedule', `${job.schedule} (${job.timezone || 'UTC'})`] : ['run at', formatTime(job.runAt)],
+    ['next run', formatTime(job.nextRunAt)],
+    ['attempt', attempts(job)],
+    ['timeout', job.timeoutSeconds === 0 ? 'none' : `${job.timeoutSeconds}s`],
+    ['misfire policy', job.misfirePolicy],
+    ['idempotency key', job.idempotencyKey ?? NONE],
+    ['lease generation', String(job.leaseGeneration)],
+    ['created', formatTime(job.createdAt)],
+    ['updated', formatTime(job.updatedAt)],
+    ['payload', JSON.stringify(job.payload)],
+  ];
+}

@@ -1,0 +1,76 @@
+/**
+ * Global options (`--address`, `--token`, `--json`, TLS) resolved against the
+ * environment, and the client built from them for one command.
+ */
+import { createKairosClient, KairosError, KairosErrorCode, type KairosClient, type TlsOptions } from '@kairos/client';
+import type { Command } from 'commander';
+import { UsageError } from './errors';
+import { readFlagFile } from './flags';
+import type { CliIo } from './io';
+
+export const DEFAULT_ADDRESS = '127.0.0.1:50051';
+
+export interface GlobalOptions {
+  address: string;
+  token: string | undefined;
+  json: boolean;
+  tls: TlsOptions | false;
+}
+
+interface RawGlobals {
+  address?: string;
+  token?: string;
+  json?: boolean;
+  tls?: boolean;
+  tlsCa?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+}
+
+/** Flags win over the environment, which wins over the defaults. */
+export function globalOptions(command: Command, io: CliIo): GlobalOptions {
+  const raw = command.optsWithGlobals<RawGlobals>();
+  const address = raw.address ?? nonEmpty(io.env['KAIROS_ADDRESS']) ?? DEFAULT_ADDRESS;
+  const token = raw.token ?? nonEmpty(io.env['KAIROS_TOKEN']);
+  return { address, token, json: raw.json === true, tls: tlsOptions(raw) };
+}
+
+function tlsOptions(raw: RawGlobals): TlsOptions | false {
+  if (raw.tlsCa === undefined && raw.tlsCert === undefined && raw.tlsKey === undefined) {
+    return raw.tls === true ? {} : false;
+  }
+  if ((raw.tlsCert === undefined) !== (raw.tlsKey === undefined)) {
+    const missing = raw.tlsCert === undefined ? '--tls-cert' : '--tls-key';
+    throw new UsageError('mutual TLS needs both --tls-cert and --tls-key', missing);
+  }
+  const tls: TlsOptions = {};
+  if (raw.tlsCa !== undefined) tls.caPem = readFlagFile(raw.tlsCa, '--tls-ca');
+  if (raw.tlsCert !== undefined) tls.certPem = readFlagFile(raw.tlsCert, '--tls-cert');
+  if (raw.tlsKey !== undefined) tls.keyPem = readFlagFile(raw.tlsKey, '--tls-key');
+  return tls;
+}
+
+/**
+ * Runs `use` with a client for the coordinator in `globals`, closing it after.
+ * An unreachable coordinator is reported with its address.
+ */
+export async function withClient<T>(globals: GlobalOptions, use: (client: KairosClient) => Promise<T>): Promise<T> {
+  const client = createKairosClient({ address: globals.address, token: globals.token, tls: globals.tls });
+  try {
+    return await use(client);
+  } catch (error: unknown) {
+    const failure = KairosError.from(error);
+    if (failure.code !== KairosErrorCode.Unavailable) throw failure;
+    // grpc-js appends an empty "Resolution note:" to connection failures.
+    const reason = failure.message.replace(/\.?\s*Resolution note:\s*$/, '');
+    throw new KairosError(failure.code, `coordinator at ${globals.address} is unavailable: ${reason}`, {
+      cause: failure,
+    });
+  } finally {
+    client.close();
+  }
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value === '' ? undefined : value;
+}

@@ -1,0 +1,316 @@
+import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { status } from '@grpc/grpc-js';
+import { JobState, MisfirePolicy } from '@kairos/proto';
+// The client's loopback JobService fake (test-only; a candidate for libs/testing).
+import {
+  grpcError,
+  SAMPLE_JOB_ID,
+  startFakeJobService,
+  type FakeJobService,
+} from '../../../libs/client/src/test-support/fake-job-service';
+import { runCli } from './run';
+import { capturedIo } from './test-support/captured-io';
+
+describe('kairos jobs / runs / agents against a JobService on loopback', () => {
+  let server: FakeJobService | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    server = undefined;
+  });
+
+  async function setup() {
+    server = await startFakeJobService();
+    const fake = server;
+    /** Runs kairos with --address pointing at the fake; KAIROS_* env as given. */
+    async function kairos(argv: string[], env: Record<string, string> = {}) {
+      const captured = capturedIo({ KAIROS_ADDRESS: fake.address, ...env });
+      const code = await runCli(argv, captured.io);
+      return { code, stdout: captured.stdout(), stderr: captured.stderr() };
+    }
+    return { server: fake, kairos };
+  }
+
+  describe('jobs create', () => {
+    it('sends a one-off job built from the flags', async () => {
+      const { server, kairos } = await setup();
+      const result = await kairos([
+        'jobs',
+        'create',
+        '--task',
+        'sleep',
+        '--run-at',
+        '2030-01-01T09:00:00Z',
+        '--payload',
+        '{"seconds":1}',
+        '--name',
+        'demo',
+        '--max-attempts',
+        '5',
+        '--timeout-seconds',
+        '30',
+        '--idempotency-key',
+        'k-1',
+      ]);
+      expect(result).toEqual({ code: 0, stdout: `created job ${SAMPLE_JOB_ID}\n`, stderr: '' });
+      const request = server.lastRequest('createJob');
+      expect(request.when.case).toBe('runAt');
+      expect(request.when.case === 'runAt' && Number(request.when.value.seconds)).toBe(
+        Date.parse('2030-01-01T09:00:00Z') / 1000,
+      );
+      expect(request).toMatchObject({
+        task: 'sleep',
+        payload: { seconds: 1 },
+        name: 'demo',
+        maxAttempts: 5,
+        timeoutSeconds: 30,
+        idempotencyKey: 'k-1',
+        misfirePolicy: MisfirePolicy.UNSPECIFIED,
+      });
+    });
+
+    it('sends a recurring job with zone, misfire policy and a payload file', async () => {
+      const { server, kairos } = await setup();
+      const dir = mkdtempSync(path.join(tmpdir(), 'kairos-cli-'));
+      try {
+        const file = path.join(dir, 'payload.json');
+        writeFileSync(file, '{"url":"https://example.test","method":"POST"}');
+        const result = await kairos([
+          'jobs',
+          'create',
+          '--task=http',
+          '--schedule',
+          '*/5 * * * *',
+          '--timezone',
+          'Europe/Berlin',
+          '--misfire-policy',
+          'skip',
+          '--payload-file',
+          file,
+        ]);
+        expect(result.code).toBe(0);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+      expect(server.lastRequest('createJob')).toMatchObject({
+        when: { case: 'schedule', value: '*/5 * * * *' },
+        timezone: 'Europe/Berlin',
+        misfirePolicy: MisfirePolicy.SKIP,
+        payload: { url: 'https://example.test', method: 'POST' },
+      });
+    });
+
+    it('prints exactly one JSON document with --json, and says when the job already existed', async () => {
+      const { server, kairos } = await setup();
+      server.handle({ createJob: () => ({ jobId: 'first', created: false }) });
+      const json = await kairos(['--json', 'jobs', 'create', '--task', 'sleep', '--run-at', '2030-01-01T09:00:00Z']);
+      expect(JSON.parse(json.stdout)).toEqual({ jobId: 'first', created: false });
+      const human = await kairos(['jobs', 'create', '--task', 'sleep', '--run-at', '2030-01-01T09:00:00Z']);
+      expect(human.stdout).toBe('job first already exists (same idempotency key and request)\n');
+    });
+
+    it.each([
+      [['--payload', '[1,2]'], '--payload must be a JSON object'],
+      [['--payload', '"text"'], '--payload must be a JSON object'],
+      [['--payload', 'null'], '--payload must be a JSON object'],
+      [['--payload', '{seconds:1}'], '--payload is not valid JSON'],
+      [['--payload-file', '/nonexistent/payload.json'], '--payload-file: cannot read'],
+      [['--payload', '{}', '--payload-file', 'x.json'], 'give --payload or --payload-file, not both'],
+    ])('rejects %j as a usage error before any call', async (flags, message) => {
+      const { server, kairos } = await setup();
+      const result = await kairos(['jobs', 'create', '--task', 'sleep', '--run-at', '2030-01-01T09:00:00Z', ...flags]);
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(new RegExp(`^error: ${message.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+      expect(server.calls).toHaveLength(0);
+    });
+
+    it.each([
+      [['--task', 'sleep'], 'one of --run-at <rfc3339> or --schedule <cron> is required'],
+      [['--task', 'sleep', '--run-at', '2030-01-01T09:00:00Z', '--schedule', '* * * * *'], 'not both'],
+      [['--task', 'sleep', '--run-at', '2030-01-01T09:00:00Z', '--timezone', 'UTC'], '--timezone applies to --schedule only'],
+      [['--task', 'sleep', '--run-at', 'tomorrow'], "option '--run-at <rfc3339>' argument 'tomorrow' is invalid"],
+      [['--task', 'sleep', '--run-at', '2030-01-01T09:00:00'], 'is invalid'],
+      [['--run-at', '2030-01-01T09:00:00Z'], "required option '--task <name>' not specified"],
+      [['--task', 'sleep', '--run-at', '2030-01-01T09:00:00Z', '--max-attempts', '0'], 'expected a whole number ≥ 1'],
+      [['--task', 'sleep', '--run-at', '2030-01-01T09:00:00Z', '--timeout-seconds', '-1'], '--timeout-seconds'],
+      [['--task', 'sleep', '--schedule', '* * * * *', '--misfire-policy', 'later'], 'Allowed choices are fire-once, skip'],
+    ])('rejects %j with exit code 2 before any call', async (flags, message) => {
+      const { server, kairos } = await setup();
+      const result = await kairos(['jobs', 'create', ...flags]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(message);
+      expect(result.stderr.startsWith('error: ')).toBe(true);
+      expect(server.calls).toHaveLength(0);
+    });
+  });
+
+  describe('server errors', () => {
+    it.each([
+      [status.INVALID_ARGUMENT, 2],
+      [status.NOT_FOUND, 3],
+      [status.FAILED_PRECONDITION, 4],
+      [status.ALREADY_EXISTS, 4],
+      [status.PERMISSION_DENIED, 1],
+      [status.INTERNAL, 1],
+    ] as const)('gRPC status %i exits with %i', async (code, exit) => {
+      const { server, kairos } = await setup();
+      server.handle({ cancelJob: () => Promise.reject(grpcError(code, 'job is claimed by an agent')) });
+      const result = await kairos(['jobs', 'cancel', 'j-1']);
+      expect(result).toEqual({ code: exit, stdout: '', stderr: 'error: job is claimed by an agent\n' });
+    });
+
+    it('prints the field the server named', async () => {
+      const { server, kairos } = await setup();
+      server.handle({
+        createJob: () => Promise.reject(grpcError(status.INVALID_ARGUMENT, 'unknown time zone "Mars/Olympus"', 'timezone')),
+      });
+      const result = await kairos(['jobs', 'create', '--task', 'x', '--schedule', '* * * * *', '--timezone', 'Mars/Olympus']);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toBe('error: unknown time zone "Mars/Olympus" (field: timezone)\n');
+    });
+
+    it('names the address when the coordinator is unreachable', async () => {
+      const { server, kairos } = await setup();
+      const address = server.address;
+      await server.stop();
+      const result = await kairos(['agents']);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(new RegExp(`^error: coordinator at ${address} is unavailable: `));
+    });
+  });
+
+  it('sends --token, or KAIROS_TOKEN, as a bearer token', async () => {
+    const { server, kairos } = await setup();
+    await kairos(['jobs', 'get', 'a', '--token', 'from-flag'], { KAIROS_TOKEN: 'from-env' });
+    await kairos(['jobs', 'get', 'b'], { KAIROS_TOKEN: 'from-env' });
+    expect(server.calls.map((c) => c.metadata.get('authorization'))).toEqual([
+      ['Bearer from-flag'],
+      ['Bearer from-env'],
+    ]);
+  });
+
+  it('--address wins over KAIROS_ADDRESS', async () => {
+    const { server } = await setup();
+    const captured = capturedIo({ KAIROS_ADDRESS: '127.0.0.1:1' });
+    const code = await runCli(['--address', server.address, 'jobs', 'get', 'a'], captured.io);
+    expect(code).toBe(0);
+  });
+
+  it('jobs get prints the job as fields, or as JSON', async () => {
+    const { server, kairos } = await setup();
+    const human = await kairos(['jobs', 'get', 'job-7']);
+    expect(server.lastRequest('getJob').jobId).toBe('job-7');
+    expect(human.stdout).toContain('id:                job-7\n');
+    expect(human.stdout).toContain('schedule:          0 3 * * * (Europe/Berlin)\n');
+    expect(human.stdout).toContain('next run:          2030-01-02T02:00:00Z\n');
+    expect(human.stdout).toContain('attempt:           1/3\n');
+    expect(human.stdout).toContain('payload:           {"url":"https://example.test/report","method":"POST"}\n');
+
+    const json = await kairos(['jobs', 'get', 'job-7', '--json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      id: 'job-7',
+      state: 'DUE',
+      nextRunAt: '2030-01-02T02:00:00.000Z',
+      runAt: null,
+      leaseGeneration: 7,
+    });
+  });
+
+  it('jobs list passes filters and prints a table with the next cursor', async () => {
+    const { server, kairos } = await setup();
+    server.handle({ listJobs: (request) => ({ jobs: [{ ...sampleRow(), state: request.state }], nextCursor: 'c2' }) });
+    const result = await kairos(['jobs', 'list', '--state', 'paused', '--task', 'http', '--limit', '10', '--cursor', 'c1']);
+    expect(server.lastRequest('listJobs')).toMatchObject({ state: JobState.PAUSED, task: 'http', limit: 10, cursor: 'c1' });
+    expect(result.stdout).toBe(
+      [
+        'ID     NAME  TASK  STATE   WHEN                       NEXT RUN              ATTEMPT',
+        'job-1  -     http  PAUSED  0 3 * * * (Europe/Berlin)  2030-01-02T02:00:00Z  0/3',
+        'more: add --cursor c2',
+        '',
+      ].join('\n'),
+    );
+    const json = await kairos(['jobs', 'list', '--json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ nextCursor: 'c2', jobs: [{ id: 'job-1' }] });
+  });
+
+  it('jobs list rejects an unknown state before any call', async () => {
+    const { server, kairos } = await setup();
+    const result = await kairos(['jobs', 'list', '--state', 'RUNNING']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('expected one of DUE, CLAIMED, COMPLETED, DEAD, PAUSED, CANCELLED');
+    expect(server.calls).toHaveLength(0);
+  });
+
+  it('cancel, pause, resume and trigger call the right method', async () => {
+    const { server, kairos } = await setup();
+    expect((await kairos(['jobs', 'cancel', 'a'])).stdout).toBe('cancelled job a\n');
+    expect(server.lastRequest('cancelJob').jobId).toBe('a');
+    expect((await kairos(['jobs', 'pause', 'b'])).stdout).toBe('paused job b: PAUSED, next run 2030-01-02T02:00:00Z\n');
+    expect(server.lastRequest('pauseJob').jobId).toBe('b');
+    expect((await kairos(['jobs', 'resume', 'c'])).stdout).toMatch(/^resumed job c: DUE/);
+    expect(server.lastRequest('resumeJob').jobId).toBe('c');
+    expect((await kairos(['jobs', 'trigger', 'd'])).stdout).toMatch(/^triggered job d: DUE/);
+    expect(server.lastRequest('triggerJob').jobId).toBe('d');
+    expect(JSON.parse((await kairos(['jobs', 'cancel', 'e', '--json'])).stdout)).toEqual({ jobId: 'e', state: 'CANCELLED' });
+    expect(JSON.parse((await kairos(['jobs', 'pause', 'f', '--json'])).stdout)).toMatchObject({ id: 'f', state: 'PAUSED' });
+  });
+
+  it('runs prints a table, or JSON', async () => {
+    const { server, kairos } = await setup();
+    const result = await kairos(['runs', 'job-1', '--limit', '2']);
+    expect(server.lastRequest('listRuns')).toMatchObject({ jobId: 'job-1', limit: 2 });
+    expect(result.stdout).toBe(
+      [
+        'RUN  ATTEMPT  OUTCOME  SCHEDULED FOR         STARTED               FINISHED              WORKER   FENCE  ERROR',
+        '41   1        FAILED   2030-01-01T02:00:00Z  2030-01-01T02:00:01Z  2030-01-01T02:00:03Z  agent-a  7      HTTP 503',
+        '42   2        RUNNING  2030-01-01T02:00:00Z  2030-01-01T02:00:10Z  -                     agent-b  8      -',
+        '',
+      ].join('\n'),
+    );
+    const json = JSON.parse((await kairos(['--json', 'runs', 'job-1'])).stdout);
+    expect(json.runs).toHaveLength(2);
+    expect(json.nextCursor).toBeNull();
+  });
+
+  it('agents prints a table, or JSON', async () => {
+    const { kairos } = await setup();
+    const human = await kairos(['agents']);
+    expect(human.stdout).toBe(
+      [
+        'AGENT    TASKS       IN FLIGHT  DRAINING  CONNECTED             LAST HEARTBEAT        COORDINATOR  VERSION',
+        'agent-a  http,sleep  2/8        no        2030-01-01T00:00:00Z  2030-01-01T00:10:00Z  coord-1      0.1.0',
+        '',
+      ].join('\n'),
+    );
+    const json = await kairos(['agents', '--json']);
+    expect(JSON.parse(json.stdout)).toEqual([expect.objectContaining({ agentId: 'agent-a', capacity: 8 })]);
+  });
+
+  it('usage errors: unknown command, missing argument, unknown option exit 2; --help exits 0', async () => {
+    const { server, kairos } = await setup();
+    expect((await kairos(['nope'])).code).toBe(2);
+    expect((await kairos(['jobs', 'get'])).stderr).toContain("error: missing required argument 'id'");
+    expect((await kairos(['jobs', 'get'])).code).toBe(2);
+    expect((await kairos(['jobs', 'get', 'a', '--bogus'])).code).toBe(2);
+    const tls = await kairos(['--tls-cert', 'client.pem', 'agents']);
+    expect(tls).toMatchObject({ code: 2, stderr: 'error: mutual TLS needs both --tls-cert and --tls-key\n' });
+    expect((await kairos(['--version'])).code).toBe(0);
+    const help = await kairos(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: kairos');
+    expect(server.calls).toHaveLength(0);
+  });
+});
+
+function sampleRow() {
+  return {
+    id: 'job-1',
+    task: 'http',
+    when: { case: 'schedule' as const, value: '0 3 * * *' },
+    timezone: 'Europe/Berlin',
+    nextRunAt: { seconds: BigInt(Date.parse('2030-01-02T02:00:00Z') / 1000), nanos: 0 },
+    maxAttempts: 3,
+  };
+}

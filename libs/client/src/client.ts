@@ -1,0 +1,175 @@
+/**
+ * createKairosClient: a promise-based JobService client.
+ *
+ * One grpc-js channel per client (created lazily by grpc-js on the first call,
+ * with the shared KAIROS_CHANNEL_OPTIONS). Each call carries the bearer token,
+ * if any, as `authorization` metadata and its own deadline. Every rejection is
+ * a KairosError; requests the client can tell are invalid are refused before
+ * anything is sent.
+ *
+ * Calls are not retried: CreateJob is safe to repeat only with an
+ * idempotencyKey, and the caller knows whether it gave one.
+ */
+import { Metadata, type CallOptions, type ServiceError } from '@grpc/grpc-js';
+import {
+  createGrpcClient,
+  JobService,
+  type CancelJobResponse,
+  type CreateJobResponse,
+  type GetJobResponse,
+  type ListAgentsResponse,
+  type ListJobsResponse,
+  type ListRunsResponse,
+  type PauseJobResponse,
+  type ResumeJobResponse,
+  type TriggerJobResponse,
+} from '@kairos/proto';
+import { agentFromWire, type Agent } from './agents';
+import { channelCredentials, type TlsOptions } from './credentials';
+import { KairosError, KairosErrorCode } from './error';
+import {
+  createJobRequest,
+  jobFromWire,
+  listJobsFilter,
+  requiredJob,
+  type CreateJobInput,
+  type CreateJobResult,
+  type Job,
+  type JobPage,
+  type ListJobsOptions,
+} from './jobs';
+import { runFromWire, type ListRunsOptions, type RunPage } from './runs';
+import { textOrNull } from './wire-values';
+
+export interface KairosClientOptions {
+  /** Coordinator gRPC address, `host:port` (e.g. `127.0.0.1:50051`). */
+  address: string;
+  /** Bearer token, sent as `authorization: Bearer <token>`. */
+  token?: string | undefined;
+  /** TLS material; `false` or unset for plaintext. */
+  tls?: TlsOptions | false | undefined;
+  /** Deadline of each call, from its start; default 10000. */
+  deadlineMs?: number | undefined;
+}
+
+export interface KairosClient {
+  /** Schedules a job. At-least-once: its handler must be idempotent. */
+  createJob(input: CreateJobInput): Promise<CreateJobResult>;
+  getJob(jobId: string): Promise<Job>;
+  /** One page of jobs, oldest first. */
+  listJobs(options?: ListJobsOptions): Promise<JobPage>;
+  /** Cancels a DUE or PAUSED job (again: no-op); `failed-precondition` when CLAIMED or finished. */
+  cancelJob(jobId: string): Promise<void>;
+  /** DUE → PAUSED; returns the job after the call. */
+  pauseJob(jobId: string): Promise<Job>;
+  /** PAUSED → DUE (missed occurrences follow the misfire policy); returns the job. */
+  resumeJob(jobId: string): Promise<Job>;
+  /** Makes a DUE or DEAD job due now, once; returns the job. */
+  triggerJob(jobId: string): Promise<Job>;
+  /** One page of a job's runs, oldest first. */
+  listRuns(jobId: string, options?: ListRunsOptions): Promise<RunPage>;
+  /** Agents connected to the coordinators, by agentId. */
+  listAgents(): Promise<Agent[]>;
+  /** Closes the channel; calls made afterwards fail. */
+  close(): void;
+}
+
+export const DEFAULT_DEADLINE_MS = 10_000;
+
+type Callback<O> = (error: ServiceError | null, response?: O) => void;
+type Start<O> = (metadata: Metadata, options: Partial<CallOptions>, callback: Callback<O>) => void;
+
+export function createKairosClient(options: KairosClientOptions): KairosClient {
+  if (typeof options.address !== 'string' || options.address === '') {
+    throw new KairosError(KairosErrorCode.InvalidArgument, 'address is required (host:port)', { field: 'address' });
+  }
+  const deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
+  if (!(deadlineMs > 0)) {
+    throw new KairosError(KairosErrorCode.InvalidArgument, 'deadlineMs must be positive', { field: 'deadlineMs' });
+  }
+  const grpcClient = createGrpcClient(JobService, options.address, channelCredentials(options.tls));
+  const token = options.token === undefined || options.token === '' ? undefined : options.token;
+
+  /** Runs one unary call with fresh metadata and deadline; settles with a KairosError on failure. */
+  async function unary<O>(call: string, start: Start<O>): Promise<O> {
+    const metadata = new Metadata();
+    if (token !== undefined) metadata.set('authorization', `Bearer ${token}`);
+    try {
+      return await new Promise<O>((resolve, reject) => {
+        start(metadata, { deadline: Date.now() + deadlineMs }, (error, response) => {
+          if (error) reject(error);
+          else if (response === undefined) reject(new KairosError(KairosErrorCode.Internal, `${call}: empty response`));
+          else resolve(response);
+        });
+      });
+    } catch (error: unknown) {
+      throw KairosError.from(error);
+    }
+  }
+
+  return {
+    async createJob(input) {
+      const request = createJobRequest(input);
+      const response = await unary<CreateJobResponse>('CreateJob', (md, opts, cb) => grpcClient.createJob(request, md, opts, cb));
+      return { jobId: response.jobId, created: response.created };
+    },
+    async getJob(jobId) {
+      const request = { jobId: requireJobId(jobId) };
+      const response = await unary<GetJobResponse>('GetJob', (md, opts, cb) => grpcClient.getJob(request, md, opts, cb));
+      return requiredJob(response.job, 'GetJob');
+    },
+    async listJobs(listOptions = {}) {
+      const request = listJobsFilter(listOptions);
+      const response = await unary<ListJobsResponse>('ListJobs', (md, opts, cb) => grpcClient.listJobs(request, md, opts, cb));
+      return { jobs: response.jobs.map(jobFromWire), nextCursor: textOrNull(response.nextCursor) };
+    },
+    async cancelJob(jobId) {
+      const request = { jobId: requireJobId(jobId) };
+      await unary<CancelJobResponse>('CancelJob', (md, opts, cb) => grpcClient.cancelJob(request, md, opts, cb));
+    },
+    async pauseJob(jobId) {
+      const request = { jobId: requireJobId(jobId) };
+      const response = await unary<PauseJobResponse>('PauseJob', (md, opts, cb) => grpcClient.pauseJob(request, md, opts, cb));
+      return requiredJob(response.job, 'PauseJob');
+    },
+    async resumeJob(jobId) {
+      const request = { jobId: requireJobId(jobId) };
+      const response = await unary<ResumeJobResponse>('ResumeJob', (md, opts, cb) => grpcClient.resumeJob(request, md, opts, cb));
+      return requiredJob(response.job, 'ResumeJob');
+    },
+    async triggerJob(jobId) {
+      const request = { jobId: requireJobId(jobId) };
+      const response = await unary<TriggerJobResponse>('TriggerJob', (md, opts, cb) => grpcClient.triggerJob(request, md, opts, cb));
+      return requiredJob(response.job, 'TriggerJob');
+    },
+    async listRuns(jobId, listOptions = {}) {
+      const request = { jobId: requireJobId(jobId), ...pageRequest(listOptions) };
+      const response = await unary<ListRunsResponse>('ListRuns', (md, opts, cb) => grpcClient.listRuns(request, md, opts, cb));
+      return { runs: response.runs.map(runFromWire), nextCursor: textOrNull(response.nextCursor) };
+    },
+    async listAgents() {
+      const response = await unary<ListAgentsResponse>('ListAgents', (md, opts, cb) => grpcClient.listAgents({}, md, opts, cb));
+      return response.agents.map(agentFromWire);
+    },
+    close() {
+      grpcClient.close();
+    },
+  };
+}
+
+function requireJobId(jobId: string): string {
+  if (typeof jobId !== 'string' || jobId === '') {
+    throw new KairosError(KairosErrorCode.InvalidArgument, 'jobId is required', { field: 'jobId' });
+  }
+  return jobId;
+}
+
+function pageRequest(options: ListRunsOptions): { limit: number; cursor: string } {
+  const limit = options.limit ?? 0;
+  if (!Number.isInteger(limit) || limit < 0 || limit > 0xffff_ffff) {
+    throw new KairosError(KairosErrorCode.InvalidArgument, `limit must be a whole number ≥ 0, got ${limit}`, {
+      field: 'limit',
+    });
+  }
+  return { limit, cursor: options.cursor ?? '' };
+}

@@ -1,0 +1,27 @@
+/**
+ * @kairos/client — typed TypeScript client for the Kairos JobService (gRPC).
+ *
+ * ```ts
+ * const kairos = createKairosClient({ address: '127.0.0.1:50051', token });
+ * const { jobId } = await kairos.createJob({ task: 'sleep', payload: { seconds: 1 }, runAt: new Date() });
+ * ```
+ *
+ * Execution is at-least-once: job handlers must be idempotent. Every failure is
+ * a KairosError with a closed `code`.
+ */
+export { createKairosClient, DEFAULT_DEADLINE_MS, type KairosClient, type KairosClientOptions } from './client';
+export type { TlsOptions } from './credentials';
+export { KairosError, KairosErrorCode, FIELD_METADATA_KEY, type KairosErrorOptions } from './error';
+export {
+  JOB_STATES,
+  MISFIRE_POLICIES,
+  type CreateJobInput,
+  type CreateJobResult,
+  type Job,
+  type JobPage,
+  type JobState,
+  type ListJobsOptions,
+  type MisfirePolicy,
+} from './jobs';
+export type { ListRunsOptions, Run, RunOutcome, RunPage } from './runs';
+export type { Agent } from './agents';

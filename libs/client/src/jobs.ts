@@ -1,0 +1,262 @@
+/**
+ * Jobs as this client's callers see them, and their conversion to and from the
+ * kairos.v1 messages.
+ *
+ * Inputs are checked here before anything is sent, so that an obviously bad
+ * request (two schedules, an unparseable runAt, a payload that is not a JSON
+ * object, a negative count) fails with `invalid-argument` naming the field,
+ * exactly as the coordinator would answer it. Everything else — cron syntax,
+ * time zones, size limits — is the coordinator's to judge.
+ */
+import { create, type JsonObject } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import {
+  CreateJobRequestSchema,
+  JobState as WireJobState,
+  MisfirePolicy as WireMisfirePolicy,
+  type CreateJobRequest,
+  type Job as WireJob,
+} from '@kairos/proto';
+import { KairosError, KairosErrorCode } from './error';
+import { counter, dateOrNull, textOrNull } from './wire-values';
+
+/**
+ * Lifecycle state of a job (see jobs.proto for the state diagram).
+ * `UNSPECIFIED` is never sent by a coordinator of this version; it stands for
+ * a value this client does not know (a newer server).
+ */
+export type JobState = 'DUE' | 'CLAIMED' | 'COMPLETED' | 'DEAD' | 'PAUSED' | 'CANCELLED' | 'UNSPECIFIED';
+
+/** The states a listing can be filtered by. */
+export const JOB_STATES = ['DUE', 'CLAIMED', 'COMPLETED', 'DEAD', 'PAUSED', 'CANCELLED'] as const satisfies readonly JobState[];
+
+/** What happens to missed occurrences of a recurring job: run once late, or skip (recorded). */
+export type MisfirePolicy = 'fire-once' | 'skip';
+
+export const MISFIRE_POLICIES = ['fire-once', 'skip'] as const satisfies readonly MisfirePolicy[];
+
+/** Fields of a new job that do not depend on when it runs. */
+interface CreateJobCommon {
+  /** Task that runs the job, e.g. `http`, `sleep`, or a custom SDK task. Required. */
+  task: string;
+  /** Handler input, a JSON object; default `{}`. Sent as JSON (Dates become strings). */
+  payload?: JsonObject;
+  /** Human-readable label, not unique. */
+  name?: string;
+  /** Attempts per occurrence, expired leases included; server default 3. */
+  maxAttempts?: number;
+  /** Maximum run time of one attempt in seconds; 0 or unset: no timeout. */
+  timeoutSeconds?: number;
+  /** Missed occurrences of a recurring job; server default `fire-once`. */
+  misfirePolicy?: MisfirePolicy;
+  /** Makes the call safe to retry: the same key and request return the first job. */
+  idempotencyKey?: string;
+}
+
+/**
+ * A new job: either one-off (`runAt`, a Date or an RFC 3339 string; a past time
+ * means "as soon as possible") or recurring (`schedule`, cron with 5 or 6
+ * fields, evaluated in `timezone`, default UTC).
+ *
+ * Execution is at-least-once: the handler must be idempotent.
+ */
+export type CreateJobInput = CreateJobCommon &
+  (
+    | { runAt: Date | string; schedule?: undefined; timezone?: undefined }
+    | { schedule: string; timezone?: string; runAt?: undefined }
+  );
+
+export interface CreateJobResult {
+  jobId: string;
+  /** false when an earlier request with the same idempotency key already created it. */
+  created: boolean;
+}
+
+/** A job as stored by the coordinator. Times are database-clock instants. */
+export interface Job {
+  id: string;
+  namespace: string;
+  name: string | null;
+  task: string;
+  /** Set for one-off jobs. */
+  runAt: Date | null;
+  /** Cron expression; set for recurring jobs. */
+  schedule: string | null;
+  /** IANA zone the schedule is evaluated in. */
+  timezone: string;
+  payload: JsonObject;
+  state: JobState;
+  /** When the job is next eligible to run; null when it will not run again. */
+  nextRunAt: Date | null;
+  /** Attempts spent on the current occurrence. */
+  attempt: number;
+  maxAttempts: number;
+  /** 0 means no timeout. */
+  timeoutSeconds: number;
+  misfirePolicy: MisfirePolicy;
+  idempotencyKey: string | null;
+  /** Fencing token of the most recent lease; 0 if never claimed. */
+  leaseGeneration: number;
+  createdAt: Date | null;
+  updatedAt: Date | null;
+}
+
+export interface ListJobsOptions {
+  state?: Exclude<JobState, 'UNSPECIFIED'>;
+  task?: string;
+  /** Page size; server default 100, capped at 1000. */
+  limit?: number;
+  /** `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+export interface JobPage {
+  jobs: Job[];
+  /** Cursor for the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
+const STATE_TO_WIRE: Record<Exclude<JobState, 'UNSPECIFIED'>, WireJobState> = {
+  DUE: WireJobState.DUE,
+  CLAIMED: WireJobState.CLAIMED,
+  COMPLETED: WireJobState.COMPLETED,
+  DEAD: WireJobState.DEAD,
+  PAUSED: WireJobState.PAUSED,
+  CANCELLED: WireJobState.CANCELLED,
+};
+
+const STATE_FROM_WIRE: Record<number, JobState | undefined> = Object.fromEntries(
+  Object.entries(STATE_TO_WIRE).map(([name, wire]) => [wire, name as JobState]),
+);
+
+const MISFIRE_TO_WIRE: Record<MisfirePolicy, WireMisfirePolicy> = {
+  'fire-once': WireMisfirePolicy.FIRE_ONCE,
+  skip: WireMisfirePolicy.SKIP,
+};
+
+/** The CreateJob request for an input; throws `invalid-argument` naming the bad field. */
+export function createJobRequest(input: CreateJobInput): CreateJobRequest {
+  requireText(input.task, 'task');
+  const hasRunAt = input.runAt !== undefined;
+  const hasSchedule = input.schedule !== undefined;
+  if (hasRunAt && hasSchedule) throw invalid('runAt', 'give either runAt or schedule, not both');
+  if (!hasRunAt && !hasSchedule) throw invalid('runAt', 'one of runAt or schedule is required');
+  const when: CreateJobRequest['when'] =
+    input.runAt !== undefined
+      ? { case: 'runAt', value: timestampFromDate(instant(input.runAt)) }
+      : { case: 'schedule', value: input.schedule ?? '' };
+  if (input.misfirePolicy !== undefined && !Object.hasOwn(MISFIRE_TO_WIRE, input.misfirePolicy)) {
+    throw invalid('misfirePolicy', `misfirePolicy must be one of ${MISFIRE_POLICIES.join(', ')}`);
+  }
+  return create(CreateJobRequestSchema, {
+    when,
+    timezone: input.timezone ?? '',
+    task: input.task,
+    payload: input.payload === undefined ? {} : jsonObject(input.payload),
+    name: input.name ?? '',
+    maxAttempts: uint32(input.maxAttempts, 'maxAttempts'),
+    timeoutSeconds: uint32(input.timeoutSeconds, 'timeoutSeconds'),
+    misfirePolicy: input.misfirePolicy === undefined ? WireMisfirePolicy.UNSPECIFIED : MISFIRE_TO_WIRE[input.misfirePolicy],
+    idempotencyKey: input.idempotencyKey ?? '',
+  });
+}
+
+/** The ListJobs filter fields; throws `invalid-argument` for an unknown state or bad limit. */
+export function listJobsFilter(options: ListJobsOptions): {
+  state: WireJobState;
+  task: string;
+  limit: number;
+  cursor: string;
+} {
+  let state = WireJobState.UNSPECIFIED;
+  if (options.state !== undefined) {
+    if (!Object.hasOwn(STATE_TO_WIRE, options.state)) {
+      throw invalid('state', `state must be one of ${JOB_STATES.join(', ')}`);
+    }
+    state = STATE_TO_WIRE[options.state];
+  }
+  return { state, task: options.task ?? '', limit: uint32(options.limit, 'limit'), cursor: options.cursor ?? '' };
+}
+
+export function jobFromWire(job: WireJob): Job {
+  return {
+    id: job.id,
+    namespace: job.namespace,
+    name: textOrNull(job.name),
+    task: job.task,
+    runAt: job.when.case === 'runAt' ? dateOrNull(job.when.value) : null,
+    schedule: job.when.case === 'schedule' ? job.when.value : null,
+    timezone: job.timezone,
+    payload: job.payload ?? {},
+    state: STATE_FROM_WIRE[job.state] ?? 'UNSPECIFIED',
+    nextRunAt: dateOrNull(job.nextRunAt),
+    attempt: job.attempt,
+    maxAttempts: job.maxAttempts,
+    timeoutSeconds: job.timeoutSeconds,
+    // The server never returns UNSPECIFIED; if it did, the default applies.
+    misfirePolicy: job.misfirePolicy === WireMisfirePolicy.SKIP ? 'skip' : 'fire-once',
+    idempotencyKey: textOrNull(job.idempotencyKey),
+    leaseGeneration: counter(job.leaseGeneration),
+    createdAt: dateOrNull(job.createdAt),
+    updatedAt: dateOrNull(job.updatedAt),
+  };
+}
+
+/** The job of a response that must carry one (GetJob, PauseJob, …). */
+export function requiredJob(job: WireJob | undefined, call: string): Job {
+  if (job === undefined) throw new KairosError(KairosErrorCode.Internal, `${call}: the response carried no job`);
+  return jobFromWire(job);
+}
+
+function invalid(field: string, message: string): KairosError {
+  return new KairosError(KairosErrorCode.InvalidArgument, message, { field });
+}
+
+function requireText(value: unknown, field: string): void {
+  if (typeof value !== 'string' || value === '') throw invalid(field, `${field} is required`);
+}
+
+// RFC 3339 date-time (the grammar JSON and gRPC timestamps use), with a zone.
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+/** `runAt` as a Date: a valid Date, or an RFC 3339 string with a time zone. */
+function instant(value: Date | string): Date {
+  if (value instanceof Date) {
+    if (Number.isNaN(value.getTime())) throw invalid('runAt', 'runAt is an invalid Date');
+    return value;
+  }
+  const date = new Date(value);
+  if (!RFC3339.test(value) || Number.isNaN(date.getTime())) {
+    throw invalid('runAt', `runAt must be an RFC 3339 timestamp such as 2030-01-01T09:00:00Z, got "${value}"`);
+  }
+  return date;
+}
+
+/** An optional uint32 field; unset means 0 (the server's default). */
+function uint32(value: number | undefined, field: string): number {
+  if (value === undefined) return 0;
+  if (!Number.isInteger(value) || value < 0 || value > 0xffff_ffff) {
+    throw invalid(field, `${field} must be a whole number from 0 to 4294967295, got ${value}`);
+  }
+  return value;
+}
+
+/**
+ * The payload as the coordinator will store it: JSON. A round trip through
+ * JSON drops `undefined` and turns Dates into strings, as a REST call would.
+ */
+function jsonObject(payload: unknown): JsonObject {
+  let json: unknown;
+  try {
+    json = JSON.parse(JSON.stringify(payload) ?? 'null');
+  } catch (cause: unknown) {
+    throw new KairosError(KairosErrorCode.InvalidArgument, 'payload cannot be encoded as JSON', {
+      field: 'payload',
+      cause,
+    });
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) {
+    throw invalid('payload', 'payload must be a JSON object');
+  }
+  return json as JsonObject;
+}
