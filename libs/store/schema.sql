@@ -38,7 +38,6 @@ CREATE TABLE jobs (
 CREATE INDEX jobs_claimed_lease_until_idx ON public.jobs USING btree (lease_until) WHERE (state = 'CLAIMED'::kairos_job_state);
 CREATE INDEX jobs_due_next_run_at_idx ON public.jobs USING btree (next_run_at) WHERE (state = 'DUE'::kairos_job_state);
 CREATE UNIQUE INDEX jobs_idempotency_key_idx ON public.jobs USING btree (namespace, idempotency_key) WHERE (idempotency_key IS NOT NULL);
-CREATE INDEX jobs_namespace_created_idx ON public.jobs USING btree (namespace, created_at, id);
 
 CREATE TRIGGER jobs_notify_due AFTER INSERT OR UPDATE OF state, next_run_at ON public.jobs FOR EACH ROW WHEN ((new.state = 'DUE'::kairos_job_state)) EXECUTE FUNCTION kairos_notify_due();
 

@@ -186,7 +186,8 @@ class AgentRuntime implements RunningAgent, SessionListeners {
       this.post({ type: 'outcome', lease: keyOf(offer), result: result.kind, error: error ?? '', finishedAtMs: Date.now() });
     }
     const fields = { jobId: offer.jobId, runId: offer.runId, task: offer.task, result: result.kind, durationMs: Math.round(durationMs) };
-    if (result.kind === 'succeeded') this.logger.info(fields, 'run finished');
+    // Successful runs are in the runs table; at info level the log would carry one line per job.
+    if (result.kind === 'succeeded') this.logger.debug(fields, 'run finished');
     else this.logger.warn({ ...fields, error: error ?? (result.kind === 'lease-lost' ? result.reason : undefined) }, 'run finished');
     this.events.emit('finished', { ...runInfo(offer), result: result.kind, ...(error === undefined ? {} : { error }), durationMs });
   }

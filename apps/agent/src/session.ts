@@ -153,6 +153,7 @@ export class AgentSession {
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private heartbeatIntervalMs = 0;
   private trustTimer: NodeJS.Timeout | undefined;
+  private outcomeFlushPending = false;
   private linkSerial = 0;
 
   constructor(
@@ -200,7 +201,7 @@ export class AgentSession {
           this.log('info', { lease: leaseId(message.lease), result: message.result }, 'outcome dropped: lease no longer held');
           return;
         }
-        this.flushOutcomes(this.activeLink());
+        this.scheduleOutcomeFlush();
         return;
       }
       case 'release':
@@ -534,6 +535,20 @@ export class AgentSession {
     if (link === undefined) return;
     link.heartbeat(this.keeper.refs().map(leaseRefOf), this.now());
     this.flushOutcomes(link);
+  }
+
+  /**
+   * Outcomes finishing in the same turn of the event loop travel in one message
+   * (and come back in one ack): under load this turns one message per job into
+   * one per batch, on both sides of the stream.
+   */
+  private scheduleOutcomeFlush(): void {
+    if (this.outcomeFlushPending) return;
+    this.outcomeFlushPending = true;
+    setImmediate(() => {
+      this.outcomeFlushPending = false;
+      if (this.state.kind !== 'closed') this.flushOutcomes(this.activeLink());
+    });
   }
 
   /**

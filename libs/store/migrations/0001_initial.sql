@@ -52,8 +52,9 @@ CREATE INDEX jobs_due_next_run_at_idx ON jobs (next_run_at) WHERE state = 'DUE';
 -- The reaper's scan: only leased rows.
 CREATE INDEX jobs_claimed_lease_until_idx ON jobs (lease_until) WHERE state = 'CLAIMED';
 CREATE UNIQUE INDEX jobs_idempotency_key_idx ON jobs (namespace, idempotency_key) WHERE idempotency_key IS NOT NULL;
--- Listing pages through a namespace in creation order (keyset on created_at, id).
-CREATE INDEX jobs_namespace_created_idx ON jobs (namespace, created_at, id);
+-- No index for listing: ids are UUIDv7 (time-ordered), so a page in creation order
+-- is a primary-key range scan. Every index here costs a write on each claim and
+-- completion (they change `state`, so updates are never HOT); listing is rare.
 
 CREATE TABLE runs (
   id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -314,8 +314,30 @@ async function complete(
     const key = leaseKey(report.jobId, report.leaseGeneration);
     if (isJobId(report.jobId) && !firstIndex.has(key)) firstIndex.set(key, index);
   });
-  const candidates = [...firstIndex.values()].map((index) => reports[index]!);
+  const firstReports = [...firstIndex.values()].map((index) => reports[index]!);
   const settled = new Map<string, Settlement>();
+  // Fast path, one statement: successful one-off runs need no schedule arithmetic.
+  const simple = firstReports.filter((report) => report.outcome === 'SUCCEEDED');
+  if (simple.length > 0) {
+    const { rows } = await pool.query(COMPLETE_SIMPLE_SQL, [
+      now ?? null,
+      simple.map((r) => r.jobId),
+      simple.map((r) => r.leaseGeneration),
+    ]);
+    for (const row of rows) {
+      settled.set(leaseKey(row.id, Number(row.lease_generation)), {
+        state: 'COMPLETED',
+        nextRunAt: null,
+        occurrenceAt: row.occurrence_at,
+        attempt: row.attempt,
+        skipped: [],
+        skippedCount: 0,
+      });
+    }
+  }
+  // Everything else (failures, recurring jobs, and reports the fast path did not match,
+  // which are either recurring or stale) takes the locked path below.
+  const candidates = firstReports.filter((r) => !settled.has(leaseKey(r.jobId, r.leaseGeneration)));
   if (candidates.length > 0) {
     await inTransaction(pool, async (client) => {
       const { rows } = await client.query(
@@ -352,6 +374,25 @@ async function complete(
     };
   });
 }
+
+/**
+ * Completion of successful one-off runs in one statement (one round trip, one
+ * commit for the whole batch): fenced like every other write, on CLAIMED and
+ * the generation. Recurring jobs and failures need schedule arithmetic and go
+ * through `applyEndings`.
+ */
+const COMPLETE_SIMPLE_SQL = `
+WITH done AS (
+  UPDATE jobs j SET state = 'COMPLETED', next_run_at = NULL, lease_until = NULL, lease_owner = NULL,
+    updated_at = ${NOW(1)}
+  FROM unnest($2::uuid[], $3::bigint[]) AS r(id, generation)
+  WHERE j.id = r.id AND j.lease_generation = r.generation AND j.state = 'CLAIMED' AND j.schedule IS NULL
+  RETURNING j.id, j.lease_generation, j.occurrence_at, j.attempt
+), closed AS (
+  UPDATE runs r SET outcome = 'SUCCEEDED', finished_at = ${NOW(1)}, error = NULL
+  FROM done WHERE r.job_id = done.id AND r.lease_generation = done.lease_generation AND r.outcome = 'RUNNING'
+)
+SELECT id, lease_generation, occurrence_at, attempt FROM done`;
 
 /**
  * Leases whose lease_until has passed go back to DUE (or DEAD at the cap, or the

@@ -114,34 +114,41 @@ export function createDispatcher(deps: {
 
   async function claimRound(): Promise<void> {
     // Least-loaded first; among equals, the one that waited longest for work (round robin).
+    // Claims for different agents run concurrently on separate connections (SKIP LOCKED
+    // keeps them apart); at most `pool size - 2` at once, leaving room for renewals and
+    // completions, which must never queue behind claims.
     const candidates = [...sessions]
       .filter((s) => freeSlots(s) > 0)
       .sort((a, b) => load(a) - load(b) || (lastAssigned.get(a) ?? 0) - (lastAssigned.get(b) ?? 0));
-    for (const session of candidates) {
-      if (stopped) return;
-      const agent = agentOf(session);
-      const free = freeSlots(session);
-      if (!agent || free === 0) continue;
-      const claimed = await store.lease.claimDue({
-        owner: agent.agentId,
-        tasks: agent.tasks,
-        limit: Math.min(free, options.claimBatch),
-        leaseMs: options.leaseMs,
-      });
-      if (claimed.length === 0) continue;
-      metrics.claims.inc(claimed.length);
-      for (const job of claimed) metrics.dispatchLag.observe(Math.max(0, job.claimedAt.getTime() - job.dueAt.getTime()) / 1000);
-      if (session.state.kind !== 'active') {
-        // The agent went away (or started draining) while we claimed: give the jobs back.
-        await store.lease.release(claimed.map(toLeaseRef), 'agent left before assignment');
-        continue;
-      }
-      const seenAtMs = performance.now();
-      lastAssigned.set(session, seenAtMs);
-      for (const job of claimed) session.held.set(leaseKey(job.jobId, job.leaseGeneration), { ...toLeaseRef(job), seenAtMs });
-      session.send({ kind: { case: 'assignments', value: { assignments: claimed.map(toAssignment) } } });
-      if (claimed.length === free) again = true; // it may have more due; look again after this round
+    const parallel = Math.max(1, options.dbPoolSize - 2);
+    for (let i = 0; i < candidates.length && !stopped; i += parallel) {
+      await Promise.all(candidates.slice(i, i + parallel).map((session) => claimFor(session)));
     }
+  }
+
+  async function claimFor(session: AgentSession): Promise<void> {
+    const agent = agentOf(session);
+    const free = freeSlots(session);
+    if (!agent || free === 0) return;
+    const claimed = await store.lease.claimDue({
+      owner: agent.agentId,
+      tasks: agent.tasks,
+      limit: Math.min(free, options.claimBatch),
+      leaseMs: options.leaseMs,
+    });
+    if (claimed.length === 0) return;
+    metrics.claims.inc(claimed.length);
+    for (const job of claimed) metrics.dispatchLag.observe(Math.max(0, job.claimedAt.getTime() - job.dueAt.getTime()) / 1000);
+    if (session.state.kind !== 'active') {
+      // The agent went away (or started draining) while we claimed: give the jobs back.
+      await store.lease.release(claimed.map(toLeaseRef), 'agent left before assignment');
+      return;
+    }
+    const seenAtMs = performance.now();
+    lastAssigned.set(session, seenAtMs);
+    for (const job of claimed) session.held.set(leaseKey(job.jobId, job.leaseGeneration), { ...toLeaseRef(job), seenAtMs });
+    session.send({ kind: { case: 'assignments', value: { assignments: claimed.map(toAssignment) } } });
+    if (claimed.length === free) again = true; // it may have more due; look again after this round
   }
 
   async function scheduleNextWake(): Promise<void> {
