@@ -63,10 +63,9 @@ CREATE TABLE runs (
   CONSTRAINT runs_generation_matches_outcome CHECK (((lease_generation IS NULL) = (outcome = 'SKIPPED'::kairos_run_outcome))),
   CONSTRAINT runs_job_id_fkey FOREIGN KEY (job_id) REFERENCES jobs(id) ON DELETE CASCADE,
   CONSTRAINT runs_pkey PRIMARY KEY (id)
-);
+) WITH (fillfactor=70);
 
 CREATE UNIQUE INDEX runs_job_generation_idx ON public.runs USING btree (job_id, lease_generation);
-CREATE INDEX runs_job_id_idx ON public.runs USING btree (job_id, id);
 
 CREATE OR REPLACE FUNCTION public.kairos_notify_due()
  RETURNS trigger

@@ -41,7 +41,9 @@ export async function dumpSchema(pool: Pool): Promise<string> {
       [relname],
     );
     for (const con of constraints.rows) lines.push(`  CONSTRAINT ${con.conname} ${con.def}`);
-    out.push(`CREATE TABLE ${relname} (`, lines.join(',\n'), ');', '');
+    const options = await pool.query(`SELECT reloptions FROM pg_class WHERE oid = $1::regclass`, [relname]);
+    const reloptions = options.rows[0]?.reloptions as string[] | null;
+    out.push(`CREATE TABLE ${relname} (`, lines.join(',\n'), reloptions ? `) WITH (${reloptions.join(', ')});` : ');', '');
     const indexes = await pool.query(
       `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = $1
        AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass)
