@@ -20,6 +20,7 @@ const schema = z
     KAIROS_REAPER_INTERVAL_MS: positiveMs.optional(),
     KAIROS_POLL_INTERVAL_MS: positiveMs.default(1_000),
     KAIROS_CLAIM_BATCH: positiveMs.max(5_000).default(500),
+    KAIROS_MISFIRE_THRESHOLD_MS: positiveMs.default(60_000),
     KAIROS_RETRY_BASE_MS: positiveMs.default(1_000),
     KAIROS_RETRY_CAP_MS: positiveMs.default(3_600_000),
     KAIROS_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(5_000),
@@ -46,6 +47,8 @@ export interface CoordinatorOptions {
   pollIntervalMs: number;
   /** Most jobs claimed by one statement. */
   claimBatch: number;
+  /** A `skip` job later than this is moved to its next occurrence instead of running late. */
+  misfireThresholdMs: number;
   retryBaseMs: number;
   retryCapMs: number;
   /** On SIGTERM, how long agents get to move to another coordinator before streams close. */
@@ -75,6 +78,7 @@ export function coordinatorOptionsFromEnv(
     reaperIntervalMs: e.KAIROS_REAPER_INTERVAL_MS ?? Math.max(100, Math.floor(leaseMs / 4)),
     pollIntervalMs: e.KAIROS_POLL_INTERVAL_MS,
     claimBatch: e.KAIROS_CLAIM_BATCH,
+    misfireThresholdMs: e.KAIROS_MISFIRE_THRESHOLD_MS,
     retryBaseMs: e.KAIROS_RETRY_BASE_MS,
     retryCapMs: e.KAIROS_RETRY_CAP_MS,
     shutdownGraceMs: e.KAIROS_SHUTDOWN_GRACE_MS,

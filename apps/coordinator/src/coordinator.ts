@@ -59,7 +59,9 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
   const reaper = createReaper({
     store,
     intervalMs: options.reaperIntervalMs,
+    misfireThresholdMs: options.misfireThresholdMs,
     logger: log.child({ component: 'reaper' }),
+    onSkipped: () => dispatcher.wake(),
     onExpired: (expired) => {
       metrics.leasesExpired.inc(expired.length);
       dispatcher.forgetExpired(expired);

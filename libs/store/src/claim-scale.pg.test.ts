@@ -28,6 +28,7 @@ describe('claim cost does not grow with far-future jobs', () => {
         500,
         'w',
         10_000,
+        60_000,
       ]);
       const plan = rows[0]['QUERY PLAN'][0];
       const text = JSON.stringify(plan);

@@ -311,6 +311,35 @@ describe('lease statements', () => {
     });
   });
 
+  describe('misfire policy skip', () => {
+    it('never claims a skip job later than the threshold; skipMisfired moves it on and records what it missed', async () => {
+      const occurrence = new Date('2030-01-01T09:00:00.000Z');
+      const now = new Date('2030-01-01T09:03:30.000Z');
+      const late = await insertJob(db.pool, { schedule: '* * * * *', occurrenceAt: occurrence, nextRunAt: occurrence, misfirePolicy: 'skip' });
+      const lateFireOnce = await insertJob(db.pool, { schedule: '* * * * *', occurrenceAt: occurrence, nextRunAt: occurrence });
+      const slightlyLate = await insertJob(db.pool, {
+        schedule: '* * * * *',
+        occurrenceAt: at(now, -30_000),
+        nextRunAt: at(now, -30_000),
+        misfirePolicy: 'skip',
+      });
+
+      const claimed = await store.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 10, leaseMs: LEASE_MS, misfireThresholdMs: 60_000, now });
+      expect(claimed.map((c) => c.jobId).sort()).toEqual([lateFireOnce, slightlyLate].sort());
+
+      expect(await store.lease.skipMisfired({ thresholdMs: 60_000, now })).toEqual({ skipped: 1 });
+      expect(await job(late)).toMatchObject({ state: 'DUE', attempt: 0, next_run_at: new Date('2030-01-01T09:04:00.000Z') });
+      const skipped = (await runsOf(late)).map((r) => [r.outcome, r.scheduled_for.toISOString()]);
+      expect(skipped).toEqual([
+        ['SKIPPED', '2030-01-01T09:00:00.000Z'],
+        ['SKIPPED', '2030-01-01T09:01:00.000Z'],
+        ['SKIPPED', '2030-01-01T09:02:00.000Z'],
+        ['SKIPPED', '2030-01-01T09:03:00.000Z'],
+      ]);
+      expect(await store.lease.skipMisfired({ thresholdMs: 60_000, now })).toEqual({ skipped: 0 });
+    });
+  });
+
   describe('release', () => {
     it('gives back an unstarted lease without spending an attempt; stale releases change nothing', async () => {
       const id = await insertJob(db.pool, { state: 'CLAIMED', attempt: 1, leaseGeneration: 1, nextRunAt: at(T0, -10) });

@@ -16,7 +16,7 @@
  *   per call and commit once, so durable commits per job stay well below one.
  */
 import type { Pool, PoolClient } from 'pg';
-import { MISFIRE_POLICIES, type MisfirePolicy } from '@kairos/schedule';
+import { MISFIRE_POLICIES, planAfterOccurrence, type MisfirePolicy } from '@kairos/schedule';
 import { wrapStoreError } from './pg-errors';
 import { settle, type AttemptOutcome, type RetryPolicy, type Settlement } from './settle';
 
@@ -34,8 +34,16 @@ export interface ClaimRequest {
   /** At most this many (the claimer's free slots). */
   limit: number;
   leaseMs: number;
+  /**
+   * A recurring job with misfire policy `skip` that is later than this is not
+   * claimed: `skipMisfired` moves it to its next future occurrence instead, so
+   * `skip` never runs an occurrence late. Default 60 s.
+   */
+  misfireThresholdMs?: number;
   now?: Date;
 }
+
+export const DEFAULT_MISFIRE_THRESHOLD_MS = 60_000;
 
 export interface ClaimedJob {
   jobId: string;
@@ -105,6 +113,7 @@ export interface LeaseStatements {
   complete(reports: readonly CompletionReport[], now?: Date): Promise<CompleteResult[]>;
   release(leases: readonly LeaseRef[], reason: string, now?: Date): Promise<ReleaseResult[]>;
   reapExpired(options?: { limit?: number; now?: Date }): Promise<ReapResult>;
+  skipMisfired(options?: { thresholdMs?: number; limit?: number; now?: Date }): Promise<{ skipped: number }>;
   cancel(namespace: string, jobId: string, now?: Date): Promise<CancelResult>;
   pause(namespace: string, jobId: string, now?: Date): Promise<ControlResult>;
   resume(namespace: string, jobId: string, now?: Date): Promise<ControlResult>;
@@ -118,6 +127,7 @@ export function leaseStatements(pool: Pool, retry: RetryPolicy = {}): LeaseState
     complete: (reports, now) => guard('complete', () => complete(pool, reports, retry, now)),
     release: (leases, reason, now) => guard('release', () => release(pool, leases, reason, now)),
     reapExpired: (options) => guard('reapExpired', () => reapExpired(pool, retry, options)),
+    skipMisfired: (options) => guard('skipMisfired', () => skipMisfired(pool, options)),
     cancel: (namespace, jobId, now) => guard('cancel', () => cancel(pool, namespace, jobId, now)),
     pause: (namespace, jobId, now) => guard('pause', () => pause(pool, namespace, jobId, now)),
     resume: (namespace, jobId, now) => guard('resume', () => resume(pool, namespace, jobId, now)),
@@ -153,6 +163,8 @@ export const CLAIM_SQL = `
 WITH due AS (
   SELECT id FROM jobs
   WHERE state = 'DUE' AND next_run_at <= ${NOW(1)} AND task = ANY($2::text[])
+    AND NOT (misfire_policy = 'skip' AND schedule IS NOT NULL
+             AND next_run_at < ${NOW(1)} - make_interval(secs => $6::double precision / 1000))
   ORDER BY next_run_at
   LIMIT $3
   FOR UPDATE SKIP LOCKED
@@ -184,6 +196,7 @@ async function claimDue(pool: Pool, request: ClaimRequest): Promise<ClaimedJob[]
     request.limit,
     request.owner,
     request.leaseMs,
+    request.misfireThresholdMs ?? DEFAULT_MISFIRE_THRESHOLD_MS,
   ]);
   return rows.map((row) => ({
     jobId: row.id,
@@ -464,31 +477,81 @@ async function applyEndings(
     [ids, endings.map((e) => e.job.leaseGeneration), endings.map((e) => e.outcome), endings.map((e) => e.error), now],
   );
 
-  const skippedJobIds: string[] = [];
-  const skippedFor: Date[] = [];
-  const skippedNotes: string[] = [];
-  for (const { job } of endings) {
-    const plan = settled.get(job.id)!;
-    const listed = plan.skipped.slice(0, SKIPPED_ROWS_LIMIT);
+  await insertSkipped(
+    client,
+    endings.map(({ job }) => ({ job, skipped: settled.get(job.id)!.skipped, skippedCount: settled.get(job.id)!.skippedCount })),
+    now,
+  );
+  return settled;
+}
+
+/** Records SKIPPED runs: at most SKIPPED_ROWS_LIMIT per job; the last names how many more were missed. */
+async function insertSkipped(
+  client: PoolClient,
+  items: ReadonlyArray<{ job: LockedJob; skipped: readonly Date[]; skippedCount: number }>,
+  now: Date,
+): Promise<void> {
+  const jobIds: string[] = [];
+  const scheduledFor: Date[] = [];
+  const notes: string[] = [];
+  for (const { job, skipped, skippedCount } of items) {
+    const listed = skipped.slice(0, SKIPPED_ROWS_LIMIT);
     listed.forEach((occurrence, index) => {
-      skippedJobIds.push(job.id);
-      skippedFor.push(occurrence);
-      const unlisted = plan.skippedCount - listed.length;
-      skippedNotes.push(
+      jobIds.push(job.id);
+      scheduledFor.push(occurrence);
+      const unlisted = skippedCount - listed.length;
+      notes.push(
         `occurrence missed (misfire policy ${job.misfirePolicy})` +
           (index === listed.length - 1 && unlisted > 0 ? `; ${unlisted} later missed occurrences not listed` : ''),
       );
     });
   }
-  if (skippedJobIds.length > 0) {
-    await client.query(
-      `INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, outcome, finished_at, error)
-       SELECT u.job_id, 0, NULL, u.scheduled_for, 'SKIPPED', $4, u.note
-       FROM unnest($1::uuid[], $2::timestamptz[], $3::text[]) AS u(job_id, scheduled_for, note)`,
-      [skippedJobIds, skippedFor, skippedNotes, now],
+  if (jobIds.length === 0) return;
+  await client.query(
+    `INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, outcome, finished_at, error)
+     SELECT u.job_id, 0, NULL, u.scheduled_for, 'SKIPPED', $4, u.note
+     FROM unnest($1::uuid[], $2::timestamptz[], $3::text[]) AS u(job_id, scheduled_for, note)`,
+    [jobIds, scheduledFor, notes, now],
+  );
+}
+
+/**
+ * `skip` means an occurrence never runs late. A recurring `skip` job whose
+ * pending occurrence is later than the threshold (the claim leaves such rows
+ * alone) is moved to its next future occurrence; the occurrence it was waiting
+ * to serve and every one after it up to now are recorded as SKIPPED. Runs in the
+ * reaper's pass on every coordinator; SKIP LOCKED shares the work.
+ */
+async function skipMisfired(
+  pool: Pool,
+  options: { thresholdMs?: number; limit?: number; now?: Date } = {},
+): Promise<{ skipped: number }> {
+  return inTransaction(pool, async (client) => {
+    const { rows } = await client.query(
+      `SELECT ${LOCKED_COLUMNS}, ${NOW(1)} AS now
+       FROM jobs j
+       WHERE j.state = 'DUE' AND j.misfire_policy = 'skip' AND j.schedule IS NOT NULL
+         AND j.next_run_at < ${NOW(1)} - make_interval(secs => $2::double precision / 1000)
+       ORDER BY j.next_run_at
+       LIMIT $3
+       FOR UPDATE SKIP LOCKED`,
+      [options.now ?? null, options.thresholdMs ?? DEFAULT_MISFIRE_THRESHOLD_MS, options.limit ?? 1000],
     );
-  }
-  return settled;
+    if (rows.length === 0) return { skipped: 0 };
+    const now = rows[0]!.now as Date;
+    const items = rows.map((row) => {
+      const job = toLockedJob(row);
+      const plan = planAfterOccurrence({ expression: job.schedule!, timezone: job.timezone }, job.occurrenceAt, now, 'skip');
+      return { job, next: plan.next, skipped: [job.occurrenceAt, ...plan.skipped], skippedCount: plan.skippedCount + 1 };
+    });
+    await client.query(
+      `UPDATE jobs j SET next_run_at = u.next, occurrence_at = u.next, attempt = 0, updated_at = $3
+       FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, next) WHERE j.id = u.id`,
+      [items.map((i) => i.job.id), items.map((i) => i.next), now],
+    );
+    await insertSkipped(client, items, now);
+    return { skipped: items.length };
+  });
 }
 
 // ---------------------------------------------------------------------------

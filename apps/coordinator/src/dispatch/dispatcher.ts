@@ -135,6 +135,7 @@ export function createDispatcher(deps: {
       tasks: agent.tasks,
       limit: Math.min(free, options.claimBatch),
       leaseMs: options.leaseMs,
+      misfireThresholdMs: options.misfireThresholdMs,
     });
     if (claimed.length === 0) return;
     metrics.claims.inc(claimed.length);

@@ -1,7 +1,8 @@
 /**
  * The lease reaper: every coordinator runs one, jittered, so a dead agent's
  * jobs come back even if other coordinators are down. Reapers on several
- * coordinators share the work (SKIP LOCKED in lease.reapExpired).
+ * coordinators share the work (SKIP LOCKED in lease.reapExpired). The same pass
+ * moves late `skip` jobs on to their next occurrence (lease.skipMisfired).
  */
 import type { Logger } from 'pino';
 import type { ReapResult, Store } from '@kairos/store';
@@ -14,7 +15,9 @@ export interface Reaper {
 export function createReaper(deps: {
   store: Store;
   intervalMs: number;
+  misfireThresholdMs: number;
   logger: Logger;
+  onSkipped?: () => void;
   onExpired: (expired: ReapResult['expired']) => void;
 }): Reaper {
   let timer: NodeJS.Timeout | undefined;
@@ -31,6 +34,11 @@ export function createReaper(deps: {
           deps.onExpired(expired);
         }
         if (expired.length < 1000 || stopped) break;
+      }
+      const { skipped } = await deps.store.lease.skipMisfired({ thresholdMs: deps.misfireThresholdMs });
+      if (skipped > 0) {
+        deps.logger.info({ count: skipped }, 'late skip-policy jobs moved to their next occurrence (SKIPPED runs recorded)');
+        deps.onSkipped?.();
       }
     } catch (error: unknown) {
       deps.logger.warn({ err: error }, 'reaper pass failed; will retry');
