@@ -41,6 +41,8 @@ export interface CoordinatorOptions {
   dataDir: string;
   /** Lease length: how long a dead agent's job waits before it can run elsewhere. */
   leaseMs: number;
+  /** How often agents heartbeat: a third of the lease, so two can be lost before it expires. */
+  heartbeatIntervalMs: number;
   /** How often the reaper looks for expired leases (default a quarter of the lease). */
   reaperIntervalMs: number;
   /** Backstop poll for due jobs, jittered ±20 %; timers and NOTIFY do most of the waking. */
@@ -75,6 +77,7 @@ export function coordinatorOptionsFromEnv(
     grpcPort: e.KAIROS_GRPC_PORT,
     dataDir: e.KAIROS_DATA_DIR,
     leaseMs,
+    heartbeatIntervalMs: Math.max(50, Math.floor(leaseMs / 3)),
     reaperIntervalMs: e.KAIROS_REAPER_INTERVAL_MS ?? Math.max(100, Math.floor(leaseMs / 4)),
     pollIntervalMs: e.KAIROS_POLL_INTERVAL_MS,
     claimBatch: e.KAIROS_CLAIM_BATCH,

@@ -19,7 +19,7 @@ const MAX_CAPACITY = 10_000;
 
 export function connectHandler(deps: { dispatcher: Dispatcher; options: CoordinatorOptions; logger: Logger; isShuttingDown: () => boolean }) {
   const { dispatcher, options } = deps;
-  const heartbeatIntervalMs = Math.max(50, Math.floor(options.leaseMs / 3));
+  const heartbeatIntervalMs = options.heartbeatIntervalMs;
 
   return (call: ServerDuplexStream<AgentMessage, CoordinatorMessage | CoordinatorMessageInit>) => {
     const session = createSession(call);
@@ -43,6 +43,7 @@ export function connectHandler(deps: { dispatcher: Dispatcher; options: Coordina
 
     call.on('data', (message: AgentMessage) => {
       const kind = message.kind;
+      session.lastSeenMs = performance.now();
       if (session.state.kind === 'closed') return;
       if (session.state.kind === 'awaiting-hello') {
         if (kind.case !== 'hello') return fail(status.INVALID_ARGUMENT, 'the first message must be Hello');

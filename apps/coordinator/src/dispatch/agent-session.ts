@@ -51,6 +51,12 @@ export interface AgentSession {
   readonly connectedAt: Date;
   lastHeartbeatAt: Date | null;
   /**
+   * Monotonic time of the last message from the agent. An agent silent for two
+   * heartbeat intervals (paused, hung, cut off) gets no new work: anything
+   * assigned to it would only wait for its lease to expire.
+   */
+  lastSeenMs: number;
+  /**
    * Leases the agent holds, by leaseKey, with the monotonic time we last had
    * evidence of it (assigned, announced or renewed). Heartbeats list every
    * lease the agent holds, so an entry missing from heartbeats for two
@@ -70,6 +76,7 @@ export function createSession(call: ServerDuplexStream<AgentMessage, Coordinator
     state: { kind: 'awaiting-hello' },
     connectedAt: new Date(),
     lastHeartbeatAt: null,
+    lastSeenMs: performance.now(),
     held: new Map(),
     send(message) {
       if (this.state.kind === 'closed') return;

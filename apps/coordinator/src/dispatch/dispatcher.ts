@@ -81,6 +81,7 @@ export function createDispatcher(deps: {
 }): Dispatcher {
   const { store, options, logger, metrics } = deps;
   const sessions = new Set<AgentSession>();
+  const heartbeatIntervalMs = options.heartbeatIntervalMs;
   const lastAssigned = new WeakMap<AgentSession, number>();
   let stopped = true;
   let round: Promise<void> | undefined;
@@ -117,8 +118,9 @@ export function createDispatcher(deps: {
     // Claims for different agents run concurrently on separate connections (SKIP LOCKED
     // keeps them apart); at most `pool size - 2` at once, leaving room for renewals and
     // completions, which must never queue behind claims.
+    const silentSince = performance.now() - 2 * heartbeatIntervalMs;
     const candidates = [...sessions]
-      .filter((s) => freeSlots(s) > 0)
+      .filter((s) => freeSlots(s) > 0 && s.lastSeenMs >= silentSince)
       .sort((a, b) => load(a) - load(b) || (lastAssigned.get(a) ?? 0) - (lastAssigned.get(b) ?? 0));
     const parallel = Math.max(1, options.dbPoolSize - 2);
     for (let i = 0; i < candidates.length && !stopped; i += parallel) {
