@@ -9,8 +9,11 @@ export interface BackoffPolicy {
   readonly maxMs: number;
 }
 
-/** The agent's policy: 100 ms doubling up to 5 s. */
-export const RECONNECT_BACKOFF: BackoffPolicy = { initialMs: 100, maxMs: 5_000 };
+/**
+ * The agent's policy: 100 ms doubling up to 1 s. A coordinator that restarts is
+ * found within about a second of coming back (a refused connect costs nothing).
+ */
+export const RECONNECT_BACKOFF: BackoffPolicy = { initialMs: 100, maxMs: 1_000 };
 
 /**
  * Delay before reconnect attempt number `attempt` (1 = the first retry after a

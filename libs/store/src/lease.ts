@@ -707,8 +707,16 @@ function truncateError(error: string | null | undefined): string | null {
   return error.length > MAX_ERROR_CHARS ? `${error.slice(0, MAX_ERROR_CHARS)}…` : error;
 }
 
+/**
+ * A checked-out client whose connection dies between two queries (the database
+ * crashed while we computed a settlement) emits 'error' with no listener, which
+ * would crash the process; the next query reports the failure instead.
+ */
+const ignoreIdleError = (): void => undefined;
+
 async function inTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  client.on('error', ignoreIdleError);
   try {
     await client.query('BEGIN');
     const result = await work(client);
@@ -718,6 +726,7 @@ async function inTransaction<T>(pool: Pool, work: (client: PoolClient) => Promis
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   } finally {
+    client.removeListener('error', ignoreIdleError);
     client.release();
   }
 }

@@ -38,6 +38,10 @@ export async function loadMigrations(dir: string = MIGRATIONS_DIR): Promise<Migr
 export async function migrate(pool: Pool, dir: string = MIGRATIONS_DIR): Promise<string[]> {
   const migrations = await loadMigrations(dir);
   const client = await pool.connect();
+  // The connection may die between two statements (database restarting): the
+  // next query reports it; an unheard 'error' event would crash the process.
+  const ignore = (): void => undefined;
+  client.on('error', ignore);
   const applied: string[] = [];
   try {
     await client.query(`CREATE TABLE IF NOT EXISTS kairos_migrations (
@@ -66,6 +70,7 @@ export async function migrate(pool: Pool, dir: string = MIGRATIONS_DIR): Promise
     }
     return applied;
   } finally {
+    client.removeListener('error', ignore);
     client.release();
   }
 }

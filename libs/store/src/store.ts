@@ -3,7 +3,7 @@
  * that the coordinator uses. Tables and SQL stay inside this package.
  */
 import { drizzle } from 'drizzle-orm/node-postgres';
-import { Pool, type PoolConfig } from 'pg';
+import { Client, Pool, type ClientConfig, type PoolConfig } from 'pg';
 import { jobQueries, type JobQueries } from './jobs';
 import { leaseStatements, type LeaseStatements } from './lease';
 import { migrate } from './migrate';
@@ -46,9 +46,24 @@ export function createStore(pool: Pool, options: StoreOptions = {}): Store {
   };
 }
 
+/**
+ * A pg client that never crashes the process with an unheard 'error' event. A
+ * connection can die while its client is checked out but between queries, or
+ * after it was released with an error; pg then emits 'error' on the client with
+ * no listener attached (found by tools/chaos: PostgreSQL crash-stops killed the
+ * coordinator). The failure still reaches the caller through its query.
+ */
+class ResilientClient extends Client {
+  constructor(config?: string | ClientConfig) {
+    super(config);
+    this.on('error', () => undefined);
+  }
+}
+
 /** A pool with the settings the store expects (UTC session, bounded waits). */
 export function createPool(config: PoolConfig & { connectionString: string }): Pool {
   const pool = new Pool({
+    Client: ResilientClient,
     max: 10,
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
