@@ -145,6 +145,21 @@ async function guard<T>(context: string, run: () => Promise<T>): Promise<T> {
 
 const NOW = (param: number) => `coalesce($${param}::timestamptz, now())`;
 
+/**
+ * Row locks for a batch of leases, taken in job-id order. Every statement that
+ * locks several jobs does so in id order (the locked path of `complete` too),
+ * so two batches sharing leases (a heartbeat's renewal and an outcome flush)
+ * cannot deadlock; an `UPDATE … FROM unnest(…)` alone locks in whatever order
+ * its plan visits rows (found by tools/chaos: "deadlock detected" on renew).
+ */
+function lockInIdOrder(idsParam: string, generationsParam: string, extraCondition = ''): string {
+  return `SELECT j.id FROM jobs j JOIN unnest(${idsParam}::uuid[], ${generationsParam}::bigint[]) AS r(id, generation)
+      ON j.id = r.id AND j.lease_generation = r.generation
+    WHERE j.state = 'CLAIMED' ${extraCondition}
+    ORDER BY j.id
+    FOR UPDATE OF j`;
+}
+
 // ---------------------------------------------------------------------------
 // claim
 
@@ -227,11 +242,12 @@ async function claimDue(pool: Pool, request: ClaimRequest): Promise<ClaimedJob[]
  * as a duration, so the agent never compares its clock with ours.
  */
 const RENEW_SQL = `
+WITH locked AS (${lockInIdOrder('$3', '$4')})
 UPDATE jobs j SET
   lease_until = ${NOW(1)} + make_interval(secs => $2::double precision / 1000),
   updated_at = ${NOW(1)}
-FROM unnest($3::uuid[], $4::bigint[]) AS r(id, generation)
-WHERE j.id = r.id AND j.lease_generation = r.generation AND j.state = 'CLAIMED'
+FROM locked
+WHERE j.id = locked.id
 RETURNING j.id, j.lease_generation,
   floor(extract(epoch FROM (j.lease_until - ${NOW(1)})) * 1000)::bigint AS remaining_ms`;
 
@@ -395,11 +411,11 @@ async function complete(
  * through `applyEndings`.
  */
 const COMPLETE_SIMPLE_SQL = `
-WITH done AS (
+WITH locked AS (${lockInIdOrder('$2', '$3', 'AND j.schedule IS NULL')}), done AS (
   UPDATE jobs j SET state = 'COMPLETED', next_run_at = NULL, lease_until = NULL, lease_owner = NULL,
     updated_at = ${NOW(1)}
-  FROM unnest($2::uuid[], $3::bigint[]) AS r(id, generation)
-  WHERE j.id = r.id AND j.lease_generation = r.generation AND j.state = 'CLAIMED' AND j.schedule IS NULL
+  FROM locked
+  WHERE j.id = locked.id
   RETURNING j.id, j.lease_generation, j.occurrence_at, j.attempt
 ), closed AS (
   UPDATE runs r SET outcome = 'SUCCEEDED', finished_at = ${NOW(1)}, error = NULL
@@ -562,11 +578,11 @@ async function release(pool: Pool, leases: readonly LeaseRef[], reason: string, 
   const released = new Set<string>();
   if (valid.length > 0) {
     const { rows } = await pool.query(
-      `WITH released AS (
+      `WITH locked AS (${lockInIdOrder('$2', '$3')}), released AS (
          UPDATE jobs j SET state = 'DUE', lease_owner = NULL, lease_until = NULL,
            attempt = j.attempt - 1, updated_at = ${NOW(1)}
-         FROM unnest($2::uuid[], $3::bigint[]) AS r(id, generation)
-         WHERE j.id = r.id AND j.lease_generation = r.generation AND j.state = 'CLAIMED'
+         FROM locked
+         WHERE j.id = locked.id
          RETURNING j.id, j.lease_generation
        ), runs_closed AS (
          UPDATE runs r SET outcome = 'CANCELLED', finished_at = ${NOW(1)}, error = $4

@@ -1,0 +1,356 @@
+/**
+ * `npm run bench -- [--quick | --smoke] [--rounds N] [--only w1,w5] ...`
+ *
+ * Runs Kairos, graphile-worker and pg-boss on one embedded PostgreSQL server
+ * started for the run, interleaving systems within each round, and writes
+ * results/latest.json (plus a timestamped copy), results/latest.md (the
+ * table) and results/latest-start-lag.svg. See docs/benchmarks.md.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdir, writeFile, copyFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Collector } from './collector';
+import { SYSTEMS, configId, type SystemConfig, type SystemKey, type Variant } from './common';
+import { dropDatabase, serverInfo, startCluster, type BenchCluster } from './cluster';
+import { stopAllWorkers } from './procs';
+import { buildReport, type RawResults } from './report';
+import { sizesFor, WORKLOADS, type Mode, type Sizes, type WorkloadName } from './sizes';
+import { startLagSvg } from './svg';
+import { graphileDriver } from './systems/graphile';
+import { kairosDriver } from './systems/kairos';
+import { pgBossDriver } from './systems/pgboss';
+import type { Driver } from './systems/types';
+import { buildTemplate, runMillion, runW1, runW4, runW6Small, templateName, type BenchContext } from './workloads';
+
+const USAGE = `Usage: npm run bench -- [options]
+  (default)            full mode: the issue's sizes, 3 interleaved rounds (< 30 min)
+  --quick              smaller sizes, 1 round (about 3-5 minutes)
+  --smoke              tiny sizes, peers' tuned variant only (CI; under a minute)
+  --rounds N           rounds of W1/W2/W3/W5/W6/W7 (W4 always runs once)
+  --slots PxS          worker processes x slots each for W1/W2/W3/W5 (default 2x256; a diagnostic:
+                       results are comparable only at equal slots)
+  --only w1,w5         workloads to run (w1..w7)
+  --systems a,b        kairos,graphile-worker,pg-boss (default: all)
+  --variants a,b       peer variants: default,tuned (default: both; smoke: tuned)
+  --results-dir DIR    where results go (default tools/bench/results)
+  --cpu-prof           write V8 CPU profiles of every Kairos/peer process to DIR/profiles-<time>/
+  --pgss               load pg_stat_statements and record each phase's top statements
+  --trace              Kairos agents report when each job reached the handler thread (adds a map update per job)
+  --help`;
+
+interface Args {
+  mode: Mode;
+  rounds?: number;
+  slots?: { processes: number; slotsPerProcess: number };
+  only: Set<WorkloadName>;
+  systems: SystemKey[];
+  variants: Variant[];
+  resultsDir: string;
+  cpuProf: boolean;
+  pgss: boolean;
+  trace: boolean;
+}
+
+function parseArgs(argv: string[]): Args {
+  const args: Args = {
+    mode: 'full',
+    only: new Set(WORKLOADS),
+    systems: [...SYSTEMS],
+    variants: ['default', 'tuned'],
+    resultsDir: path.resolve(__dirname, '..', 'results'),
+    cpuProf: false,
+    pgss: false,
+    trace: false,
+  };
+  let variantsGiven = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const value = () => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${arg} needs a value`);
+      return v;
+    };
+    const list = (v: string) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+    switch (arg) {
+      case '--quick':
+        args.mode = 'quick';
+        break;
+      case '--smoke':
+        args.mode = 'smoke';
+        break;
+      case '--full':
+        args.mode = 'full';
+        break;
+      case '--rounds':
+        args.rounds = Number(value());
+        if (!Number.isInteger(args.rounds) || args.rounds < 1) throw new Error('--rounds must be a positive integer');
+        break;
+      case '--slots': {
+        const m = /^(\d+)x(\d+)$/.exec(value());
+        if (!m) throw new Error('--slots must look like 2x256');
+        args.slots = { processes: Number(m[1]), slotsPerProcess: Number(m[2]) };
+        break;
+      }
+      case '--only': {
+        const names = list(value());
+        for (const n of names) if (!WORKLOADS.includes(n as WorkloadName)) throw new Error(`--only: unknown workload ${n} (w1..w7)`);
+        args.only = new Set(names as WorkloadName[]);
+        break;
+      }
+      case '--systems': {
+        const names = list(value());
+        for (const n of names) if (!SYSTEMS.includes(n as SystemKey)) throw new Error(`--systems: unknown system ${n}`);
+        args.systems = names as SystemKey[];
+        break;
+      }
+      case '--variants': {
+        const names = list(value());
+        for (const n of names) if (n !== 'default' && n !== 'tuned') throw new Error(`--variants: unknown variant ${n}`);
+        args.variants = names as Variant[];
+        variantsGiven = true;
+        break;
+      }
+      case '--results-dir':
+        args.resultsDir = path.resolve(value());
+        break;
+      case '--cpu-prof':
+        args.cpuProf = true;
+        break;
+      case '--pgss':
+        args.pgss = true;
+        break;
+      case '--trace':
+        args.trace = true;
+        break;
+      case '--help':
+      case '-h':
+        process.stdout.write(`${USAGE}\n`);
+        process.exit(0);
+        break;
+      default:
+        throw new Error(`unknown option ${arg}\n${USAGE}`);
+    }
+  }
+  if (args.mode === 'smoke' && !variantsGiven) args.variants = ['tuned'];
+  return args;
+}
+
+const DRIVERS: Record<SystemKey, Driver> = {
+  kairos: kairosDriver,
+  'graphile-worker': graphileDriver,
+  'pg-boss': pgBossDriver,
+};
+
+function machineInfo() {
+  const cpus = os.cpus();
+  return {
+    hostname: os.hostname(),
+    cpuModel: cpus[0]?.model ?? 'unknown',
+    cpus: cpus.length,
+    memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    loadAverageAtStart: os.loadavg().map((v) => Math.round(v * 100) / 100),
+  };
+}
+
+/**
+ * Which Kairos was measured: the commit checked out when the run started, and
+ * whether apps/, libs/ or proto/ had uncommitted changes. (The compiled dist/
+ * is what runs: build before benchmarking.)
+ */
+function kairosVersion(): { commit: string | null; dirty: boolean | null } {
+  const root = path.resolve(__dirname, '..', '..', '..');
+  try {
+    const commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
+    const status = execFileSync('git', ['status', '--porcelain', '--', 'apps', 'libs', 'proto'], { cwd: root, encoding: 'utf8' }).trim();
+    return { commit, dirty: status.length > 0 };
+  } catch {
+    return { commit: null, dirty: null };
+  }
+}
+
+function rotate<T>(items: T[], by: number): T[] {
+  if (items.length === 0) return items;
+  const k = by % items.length;
+  return [...items.slice(k), ...items.slice(0, k)];
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const sizes: Sizes = { ...sizesFor(args.mode), ...(args.rounds ? { rounds: args.rounds } : {}), ...(args.slots ?? {}) };
+  const started = Date.now();
+  // Read before anything runs: the working tree may move on during a 25-minute run.
+  const measuredBuild = kairosVersion();
+  const log = (message: string) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${message}\n`);
+  const configs: SystemConfig[] = args.systems.flatMap((system): SystemConfig[] =>
+    system === 'kairos' ? [{ system, variant: 'default', id: 'kairos' }] : args.variants.map((variant) => ({ system, variant, id: configId(system, variant) })),
+  );
+  const want = (w: WorkloadName) => args.only.has(w);
+  // W7's commits-per-job figure is measured during W1.
+  const runW1Phase = want('w1') || want('w7');
+  const millionWants = { w2: want('w2'), w3: want('w3'), w5: want('w5'), w6: want('w6'), w7: want('w7') };
+  const runMillionPhase = Object.values(millionWants).some(Boolean);
+  const needTemplates = runMillionPhase || want('w4');
+
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  await mkdir(args.resultsDir, { recursive: true });
+  const profileDir = args.cpuProf ? path.join(args.resultsDir, `profiles-${stamp}`) : undefined;
+  if (profileDir) await mkdir(profileDir, { recursive: true });
+
+  log(`mode ${args.mode}, ${sizes.rounds} round(s), configs ${configs.map((c) => c.id).join(', ')}, workloads ${[...args.only].join(',')}`);
+  let cluster: BenchCluster | undefined;
+  const cleanup = async () => {
+    await stopAllWorkers().catch(() => undefined);
+    await cluster?.stop().catch(() => undefined);
+  };
+  let interrupted = false;
+  const onSignal = () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    log('interrupted: stopping processes and PostgreSQL');
+    void cleanup().finally(() => process.exit(130));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  try {
+    cluster = await startCluster({ extraSettings: args.pgss ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' } : {} });
+    if (args.pgss) await cluster.admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    const postgres = await serverInfo(cluster);
+    log(`PostgreSQL ${postgres.versionNum} (pid ${cluster.pid}), fsync=${postgres.settings.fsync}, synchronous_commit=${postgres.settings.synchronous_commit}`);
+    const ctx: BenchContext = {
+      cluster,
+      collector: new Collector(),
+      sizes,
+      drivers: DRIVERS,
+      log,
+      ...(profileDir ? { profileDir } : {}),
+      pgss: args.pgss,
+      trace: args.trace,
+    };
+    const raw: RawResults = { w1: {}, million: {}, w6small: {}, w4: {} };
+    const templateMs: Record<string, number> = {};
+    if (needTemplates) {
+      for (const system of args.systems) {
+        log(`seeding template for ${system}: ${sizes.futureJobs} future jobs`);
+        templateMs[system] = Math.round(await buildTemplate(ctx, system));
+        log(`  ${system}: seeded and vacuumed in ${(templateMs[system]! / 1000).toFixed(1)} s`);
+      }
+    }
+    for (let r = 0; r < sizes.rounds; r++) {
+      const order = rotate(configs, r);
+      log(`round ${r + 1}/${sizes.rounds}: ${order.map((c) => c.id).join(' -> ')}`);
+      if (runW1Phase) {
+        for (const config of order) (raw.w1[config.id] ??= []).push(await runW1(ctx, config, r));
+      }
+      if (runMillionPhase) {
+        const claimed = new Set<SystemKey>();
+        for (const config of order) {
+          const w6 = millionWants.w6 && !claimed.has(config.system);
+          if (w6) claimed.add(config.system);
+          (raw.million[config.id] ??= []).push(await runMillion(ctx, config, r, { ...millionWants, w6 }));
+        }
+      }
+      if (want('w6')) {
+        for (const system of rotate(args.systems, r)) (raw.w6small[system] ??= []).push(await runW6Small(ctx, system, r));
+      }
+    }
+    if (want('w4')) {
+      const w4Configs = configs.filter((c) => c.system === 'kairos' || sizes.w4.peerVariants.includes(c.variant));
+      log(`W4 (once): ${w4Configs.map((c) => c.id).join(', ')}`);
+      for (const config of w4Configs) raw.w4[config.id] = await runW4(ctx, config);
+    }
+    for (const system of args.systems) if (needTemplates) await dropDatabase(cluster, templateName(system));
+
+    const report = buildReport(raw, configs, sizes);
+    const results = {
+      generatedAt: new Date().toISOString(),
+      mode: args.mode,
+      command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
+      durationSec: Math.round((Date.now() - started) / 1000),
+      machine: machineInfo(),
+      kairosBuild: { ...measuredBuild, headAtEnd: kairosVersion().commit },
+      postgres: { version: postgres.version, versionNum: postgres.versionNum, settings: postgres.settings },
+      sizes,
+      workloads: [...args.only],
+      ...report.bySystem,
+      ratios: report.ratios,
+      targets: report.targets,
+      configs: Object.fromEntries(
+        configs.map((c) => [c.id, { options: raw.million[c.id]?.[0]?.options ?? null, w4Options: raw.w4[c.id]?.high.options ?? null }]),
+      ),
+      templateSeedMs: templateMs,
+      perRound: {
+        w1: raw.w1,
+        million: Object.fromEntries(
+          Object.entries(raw.million).map(([id, rounds]) => [
+            id,
+            rounds.map((m) => ({
+              ...m,
+              w2Cold: m.w2Cold ? { ...m.w2Cold, lags: undefined } : undefined,
+              w2: m.w2 ? { ...m.w2, lags: undefined } : undefined,
+              w3: m.w3 ? { ...m.w3, lags: undefined } : undefined,
+            })),
+          ]),
+        ),
+        w6small: raw.w6small,
+        w4: raw.w4,
+      },
+    };
+    const json = `${JSON.stringify(results, null, 2)}\n`;
+    await writeFile(path.join(args.resultsDir, `results-${stamp}.json`), json);
+    await writeFile(path.join(args.resultsDir, 'latest.json'), json);
+    await writeFile(path.join(args.resultsDir, 'latest.md'), `${report.table}\n`);
+    // Start lags (sorted, thinned) per configuration and round, for re-plotting.
+    const lags = {
+      generatedAt: results.generatedAt,
+      spikes: Object.fromEntries(
+        Object.entries(raw.million).map(([id, rounds]) => [
+          id,
+          rounds.map((m) => ({ w2Cold: m.w2Cold?.lags ?? null, w2: m.w2?.lags ?? null, w3: m.w3?.lags ?? null })),
+        ]),
+      ),
+    };
+    await writeFile(path.join(args.resultsDir, 'latest-lags.json'), `${JSON.stringify(lags)}\n`);
+    const panels = [
+      { title: `W2: ${sizes.spikeSmall} jobs due at once`, pick: 'w2' as const },
+      { title: `W3: ${sizes.spikeLarge} jobs due at once`, pick: 'w3' as const },
+    ]
+      .filter((p) => want(p.pick))
+      .map((p) => ({
+        title: p.title,
+        series: configs.map((c) => ({
+          label: c.id,
+          lags: (raw.million[c.id] ?? []).flatMap((m) => m[p.pick]?.lags ?? []).sort((a, b) => a - b),
+        })),
+      }));
+    if (panels.length > 0) {
+      const svg = startLagSvg(panels, `${sizes.futureJobs.toLocaleString('en')} future jobs; ${sizes.processes} x ${sizes.slotsPerProcess} slots; all rounds pooled; ${results.generatedAt}`);
+      await writeFile(path.join(args.resultsDir, 'latest-start-lag.svg'), svg);
+      await copyFile(path.join(args.resultsDir, 'latest-start-lag.svg'), path.join(args.resultsDir, `start-lag-${stamp}.svg`));
+    }
+    process.stdout.write(`\n${report.table}\n\nTargets (Kairos):\n`);
+    for (const t of report.targets) {
+      const value = t.value === null ? '–' : Math.round(t.value * 1000) / 1000;
+      process.stdout.write(`  ${t.met === null ? '?' : t.met ? 'MET   ' : 'MISSED'}  ${t.target}: ${value} (${t.threshold})\n`);
+    }
+    process.stdout.write(`\nWrote ${path.join(args.resultsDir, 'latest.json')} in ${Math.round((Date.now() - started) / 1000)} s\n`);
+  } finally {
+    await cleanup();
+    if (profileDir) {
+      // Keep the folder only if profiles were written.
+      const { readdir } = await import('node:fs/promises');
+      if ((await readdir(profileDir).catch(() => [])).length === 0) await rm(profileDir, { recursive: true, force: true });
+    }
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  },
+);

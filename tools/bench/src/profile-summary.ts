@@ -1,0 +1,79 @@
+/**
+ * Summarises V8 .cpuprofile files written by `npm run bench -- --cpu-prof`:
+ * self time per function and per package, heaviest first.
+ *
+ *   node tools/bench/dist/profile-summary.js <file.cpuprofile>... [--top 25]
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+
+interface Profile {
+  nodes: ProfileNode[];
+  startTime: number;
+  endTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+function packageOf(url: string): string {
+  if (!url) return '(native / gc / idle)';
+  const nm = url.lastIndexOf('node_modules/');
+  if (nm >= 0) {
+    const rest = url.slice(nm + 'node_modules/'.length).split('/');
+    return rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]!;
+  }
+  const m = /\/(apps|libs|tools)\/([^/]+)\//.exec(url);
+  if (m) return `${m[1]}/${m[2]}`;
+  if (url.startsWith('node:')) return 'node:internal';
+  return path.basename(url);
+}
+
+async function summarise(file: string, top: number): Promise<string> {
+  const profile = JSON.parse(await readFile(file, 'utf8')) as Profile;
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const selfUs = new Map<number, number>();
+  profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  const total = profile.endTime - profile.startTime;
+  const byFunction = new Map<string, number>();
+  const byPackage = new Map<string, number>();
+  let idle = 0;
+  for (const [id, us] of selfUs) {
+    const node = byId.get(id)!;
+    const name = node.callFrame.functionName || '(anonymous)';
+    if (name === '(idle)') {
+      idle += us;
+      continue;
+    }
+    const key = `${name}  ${node.callFrame.url ? `${packageOf(node.callFrame.url)}:${path.basename(node.callFrame.url)}:${node.callFrame.lineNumber + 1}` : ''}`;
+    byFunction.set(key, (byFunction.get(key) ?? 0) + us);
+    const pkg = ['(garbage collector)', '(program)'].includes(name) ? name : packageOf(node.callFrame.url);
+    byPackage.set(pkg, (byPackage.get(pkg) ?? 0) + us);
+  }
+  const busy = total - idle;
+  const pct = (us: number) => `${((100 * us) / Math.max(1, busy)).toFixed(1).padStart(5)}%`;
+  const lines = [`${path.basename(file)}: ${(total / 1e6).toFixed(2)} s profiled, ${(busy / 1e6).toFixed(2)} s busy`];
+  lines.push('  by package (self time, % of busy):');
+  for (const [pkg, us] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, 15)) lines.push(`    ${pct(us)}  ${(us / 1000).toFixed(0).padStart(6)} ms  ${pkg}`);
+  lines.push(`  top ${top} functions (self time):`);
+  for (const [fn, us] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, top)) lines.push(`    ${pct(us)}  ${(us / 1000).toFixed(0).padStart(6)} ms  ${fn}`);
+  return lines.join('\n');
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const topIndex = args.indexOf('--top');
+  const top = topIndex >= 0 ? Number(args.splice(topIndex, 2)[1]) : 25;
+  if (args.length === 0) throw new Error('usage: profile-summary <file.cpuprofile>... [--top N]');
+  for (const file of args) process.stdout.write(`${await summarise(file, top)}\n\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,252 @@
+/**
+ * From raw per-round figures to the results file: medians over rounds, the
+ * issue's per-system shape, Kairos / peer ratios, target checks, and the
+ * markdown table printed at the end of a run and pasted into docs/benchmarks.md.
+ */
+import { median, round, SYSTEMS, type SystemConfig, type SystemKey } from './common';
+import type { Sizes } from './sizes';
+import type { MillionResult, SeedCaseResult, W1Result } from './workloads';
+
+export interface RawResults {
+  w1: Record<string, W1Result[]>;
+  million: Record<string, MillionResult[]>;
+  w6small: Partial<Record<SystemKey, Array<number | null>>>;
+  w4: Record<string, { high: SeedCaseResult; low: SeedCaseResult }>;
+}
+
+export interface SpikeFigures {
+  p50Ms: number | null;
+  p99Ms: number | null;
+  maxMs: number | null;
+  drainMs: number | null;
+  /** Extra: when the database showed the spike durably completed. */
+  durableDrainMs: number | null;
+  /** Extra (Kairos): due -> claim transaction, from runs.started_at. */
+  claimP50Ms?: number | null;
+  claimP99Ms?: number | null;
+  jobs: number;
+}
+
+export interface Figures {
+  throughputJobsPerSec: number | null;
+  spike2k: SpikeFigures | null;
+  spike10k: SpikeFigures | null;
+  /** Extra: the first 2k spike after start-up (cold JIT and caches); spike2k is the second. */
+  spike2kCold: SpikeFigures | null;
+  seedCase: { drainMs: number | null; lastStartLagMs: number | null; extrapolatedFromJobs: number | null; slots: number } | null;
+  idle: { p50Ms: number | null; p99Ms: number | null } | null;
+  claim500: { at10kMs: number | null; at1mMs: number | null } | null;
+  rssMiBAt1M: number | null;
+  commitsPerJob: number | null;
+  // Extras beyond the issue's shape.
+  seedCase200: { drainMs: number | null; lastStartLagMs: number | null; slots: number } | null;
+  w1Capped: boolean | null;
+  /** Extra: CPU microseconds per job during W1, per component (medians). */
+  w1CpuUsPerJob: { coordinator: number | null; workers: number | null; postgres: number | null; total: number | null } | null;
+  walFsyncsPerJob: number | null;
+  workerRssMiBAt1M: number | null;
+}
+
+function spikeMedian(results: Array<MillionResult['w2']>): SpikeFigures | null {
+  const present = results.filter((r): r is NonNullable<typeof r> => r !== undefined);
+  if (present.length === 0) return null;
+  return {
+    p50Ms: round(median(present.map((r) => r.p50Ms))),
+    p99Ms: round(median(present.map((r) => r.p99Ms))),
+    maxMs: round(median(present.map((r) => r.maxMs))),
+    drainMs: round(median(present.map((r) => r.drainMs))),
+    durableDrainMs: round(median(present.map((r) => r.durableDrainMs))),
+    ...(present.some((r) => r.claimLag)
+      ? { claimP50Ms: round(median(present.map((r) => r.claimLag?.p50Ms))), claimP99Ms: round(median(present.map((r) => r.claimLag?.p99Ms))) }
+      : {}),
+    jobs: present[0]!.jobs,
+  };
+}
+
+export function figuresFor(raw: RawResults, config: SystemConfig): Figures {
+  const w1 = raw.w1[config.id] ?? [];
+  const million = raw.million[config.id] ?? [];
+  // W6 depends on the system's claim statement, not on worker tuning: shared by both variants.
+  const millionOfSystem = Object.entries(raw.million)
+    .filter(([id]) => id === config.system || id.startsWith(`${config.system}:`))
+    .flatMap(([, results]) => results);
+  const w4 = raw.w4[config.id];
+  const w5 = million.map((m) => m.w5).filter((r): r is NonNullable<typeof r> => r !== undefined);
+  const at10k = raw.w6small[config.system] ?? [];
+  const at1m = millionOfSystem.map((m) => m.claim500At1mMs).filter((v): v is number | null => v !== undefined);
+  return {
+    throughputJobsPerSec: round(median(w1.map((r) => r.throughputJobsPerSec)), 0),
+    spike2k: spikeMedian(million.map((m) => m.w2)),
+    spike10k: spikeMedian(million.map((m) => m.w3)),
+    spike2kCold: spikeMedian(million.map((m) => m.w2Cold)),
+    seedCase: w4
+      ? { drainMs: round(w4.low.drainMs, 0), lastStartLagMs: round(w4.low.lastStartLagMs, 0), extrapolatedFromJobs: w4.low.extrapolatedFromJobs, slots: w4.low.slots }
+      : null,
+    idle: w5.length > 0 ? { p50Ms: round(median(w5.map((r) => r.p50Ms))), p99Ms: round(median(w5.map((r) => r.p99Ms))) } : null,
+    claim500: at10k.length > 0 || at1m.length > 0 ? { at10kMs: round(median(at10k), 2), at1mMs: round(median(at1m), 2) } : null,
+    rssMiBAt1M: config.system === 'kairos' ? round(median(million.map((m) => m.coordinatorRssMiB))) : null,
+    commitsPerJob: round(median(w1.map((r) => r.commitsPerJob)), 3),
+    seedCase200: w4 ? { drainMs: round(w4.high.drainMs, 0), lastStartLagMs: round(w4.high.lastStartLagMs, 0), slots: w4.high.slots } : null,
+    w1Capped: w1.length > 0 ? w1.some((r) => r.capped) : null,
+    w1CpuUsPerJob:
+      w1.length > 0
+        ? {
+            coordinator: round(median(w1.map((r) => (r.cpu.coordinatorS * 1e6) / Math.max(1, r.completed))), 0),
+            workers: round(median(w1.map((r) => (r.cpu.workersS * 1e6) / Math.max(1, r.completed))), 0),
+            postgres: round(median(w1.map((r) => (r.cpu.postgresS * 1e6) / Math.max(1, r.completed))), 0),
+            total: round(median(w1.map((r) => ((r.cpu.coordinatorS + r.cpu.workersS + r.cpu.postgresS) * 1e6) / Math.max(1, r.completed))), 0),
+          }
+        : null,
+    walFsyncsPerJob: round(median(w1.map((r) => r.walFsyncsPerJob)), 3),
+    workerRssMiBAt1M: round(median(million.map((m) => m.workerRssMiB))),
+  };
+}
+
+type Direction = 'higher' | 'lower';
+
+interface MetricDef {
+  key: string;
+  label: string;
+  unit: string;
+  better: Direction;
+  get: (f: Figures) => number | null | undefined;
+}
+
+export const METRICS: MetricDef[] = [
+  { key: 'throughput', label: 'W1 throughput', unit: 'jobs/s', better: 'higher', get: (f) => f.throughputJobsPerSec },
+  { key: 'cpuPerJob', label: 'W1 CPU per job, all processes', unit: 'µs', better: 'lower', get: (f) => f.w1CpuUsPerJob?.total },
+  { key: 'spike2kP50', label: 'W2 spike 2k lag p50', unit: 'ms', better: 'lower', get: (f) => f.spike2k?.p50Ms },
+  { key: 'spike2kP99', label: 'W2 spike 2k lag p99', unit: 'ms', better: 'lower', get: (f) => f.spike2k?.p99Ms },
+  { key: 'spike2kMax', label: 'W2 spike 2k lag max', unit: 'ms', better: 'lower', get: (f) => f.spike2k?.maxMs },
+  { key: 'spike2kDrain', label: 'W2 spike 2k drain', unit: 'ms', better: 'lower', get: (f) => f.spike2k?.drainMs },
+  { key: 'spike2kColdP99', label: 'W2 first (cold) 2k spike lag p99', unit: 'ms', better: 'lower', get: (f) => f.spike2kCold?.p99Ms },
+  { key: 'spike10kP50', label: 'W3 spike 10k lag p50', unit: 'ms', better: 'lower', get: (f) => f.spike10k?.p50Ms },
+  { key: 'spike10kP99', label: 'W3 spike 10k lag p99', unit: 'ms', better: 'lower', get: (f) => f.spike10k?.p99Ms },
+  { key: 'spike10kMax', label: 'W3 spike 10k lag max', unit: 'ms', better: 'lower', get: (f) => f.spike10k?.maxMs },
+  { key: 'spike10kDrain', label: 'W3 spike 10k drain', unit: 'ms', better: 'lower', get: (f) => f.spike10k?.drainMs },
+  { key: 'seedDrain', label: 'W4 2k x sleep on 20 slots: drain', unit: 'ms', better: 'lower', get: (f) => f.seedCase?.drainMs },
+  { key: 'seedLastStart', label: 'W4 ... 20 slots: last start lag', unit: 'ms', better: 'lower', get: (f) => f.seedCase?.lastStartLagMs },
+  { key: 'seed200Drain', label: 'W4 ... 200 slots: drain', unit: 'ms', better: 'lower', get: (f) => f.seedCase200?.drainMs },
+  { key: 'seed200LastStart', label: 'W4 ... 200 slots: last start lag', unit: 'ms', better: 'lower', get: (f) => f.seedCase200?.lastStartLagMs },
+  { key: 'idleP50', label: 'W5 idle lag p50', unit: 'ms', better: 'lower', get: (f) => f.idle?.p50Ms },
+  { key: 'idleP99', label: 'W5 idle lag p99', unit: 'ms', better: 'lower', get: (f) => f.idle?.p99Ms },
+  { key: 'claimAt10k', label: 'W6 500-row claim, 10k future', unit: 'ms', better: 'lower', get: (f) => f.claim500?.at10kMs },
+  { key: 'claimAt1m', label: 'W6 500-row claim, 1M future', unit: 'ms', better: 'lower', get: (f) => f.claim500?.at1mMs },
+  { key: 'rss', label: 'W7 coordinator RSS, 1M jobs', unit: 'MiB', better: 'lower', get: (f) => f.rssMiBAt1M },
+  { key: 'workerRss', label: 'W7 worker process RSS (max)', unit: 'MiB', better: 'lower', get: (f) => f.workerRssMiBAt1M },
+  { key: 'commits', label: 'W7 commits per job (W1)', unit: '', better: 'lower', get: (f) => f.commitsPerJob },
+  { key: 'walFsyncs', label: 'W7 WAL fsyncs per job (W1)', unit: '', better: 'lower', get: (f) => f.walFsyncsPerJob },
+];
+
+function best(values: Array<number | null | undefined>, better: Direction): number | null {
+  const present = values.filter((v): v is number => typeof v === 'number');
+  if (present.length === 0) return null;
+  return better === 'higher' ? Math.max(...present) : Math.min(...present);
+}
+
+export interface Report {
+  bySystem: Record<string, unknown>;
+  ratios: Record<string, Record<string, number | null>>;
+  targets: Array<{ target: string; value: number | null; threshold: string; met: boolean | null }>;
+  table: string;
+  figuresByConfig: Record<string, Figures>;
+}
+
+export function buildReport(raw: RawResults, configs: SystemConfig[], sizes: Sizes): Report {
+  const figuresByConfig: Record<string, Figures> = {};
+  for (const config of configs) figuresByConfig[config.id] = figuresFor(raw, config);
+  const bySystem: Record<string, unknown> = {};
+  const ratios: Record<string, Record<string, number | null>> = {};
+  const kairos = figuresByConfig.kairos;
+  for (const system of SYSTEMS) {
+    const variants = configs.filter((c) => c.system === system);
+    if (variants.length === 0) continue;
+    if (system === 'kairos') {
+      bySystem[system] = { ...figuresByConfig.kairos, variant: 'default' };
+      continue;
+    }
+    const primary = variants.find((c) => c.variant === 'tuned') ?? variants[0]!;
+    const defaults = variants.find((c) => c.variant === 'default');
+    bySystem[system] = {
+      ...figuresByConfig[primary.id],
+      // Kairos-only figures do not apply to peers.
+      rssMiBAt1M: null,
+      variant: primary.variant,
+      ...(defaults && defaults !== primary ? { defaults: { ...figuresByConfig[defaults.id], rssMiBAt1M: null } } : {}),
+    };
+    if (kairos) {
+      // Kairos / peer, against the better of the peer's variants for each figure.
+      const r: Record<string, number | null> = {};
+      for (const metric of METRICS) {
+        if (metric.key === 'rss' || metric.key === 'workerRss') continue;
+        const k = metric.get(kairos);
+        const p = best(variants.map((c) => metric.get(figuresByConfig[c.id]!)), metric.better);
+        r[metric.key] = typeof k === 'number' && p !== null && p !== 0 ? round(k / p, 3) : null;
+      }
+      ratios[system] = r;
+    }
+  }
+  const targets: Report['targets'] = [];
+  if (kairos) {
+    const peerBest = (system: SystemKey, get: (f: Figures) => number | null | undefined, better: Direction) =>
+      best(configs.filter((c) => c.system === system).map((c) => get(figuresByConfig[c.id]!)), better);
+    const add = (target: string, value: number | null | undefined, threshold: string, ok: (v: number) => boolean) =>
+      targets.push({ target, value: value ?? null, threshold, met: typeof value === 'number' ? ok(value) : null });
+    add('W1 throughput', kairos.throughputJobsPerSec, '>= 15000 jobs/s', (v) => v >= 15_000);
+    const gwThroughput = peerBest('graphile-worker', (f) => f.throughputJobsPerSec, 'higher');
+    if (gwThroughput !== null) add('W1 vs graphile-worker best', kairos.throughputJobsPerSec !== null ? kairos.throughputJobsPerSec / gwThroughput : null, '>= 1.25x', (v) => v >= 1.25);
+    add('W2 spike 2k p99', kairos.spike2k?.p99Ms, '<= 200 ms', (v) => v <= 200);
+    add('W3 spike 10k p99', kairos.spike10k?.p99Ms, '<= 500 ms', (v) => v <= 500);
+    for (const peer of ['graphile-worker', 'pg-boss'] as const) {
+      if (!configs.some((c) => c.system === peer)) continue;
+      const p2 = peerBest(peer, (f) => f.spike2k?.p99Ms, 'lower');
+      const p3 = peerBest(peer, (f) => f.spike10k?.p99Ms, 'lower');
+      if (p2 !== null) add(`W2 p99 better than ${peer} best (${p2} ms)`, kairos.spike2k?.p99Ms, `< ${p2} ms`, (v) => v < p2);
+      if (p3 !== null) add(`W3 p99 better than ${peer} best (${p3} ms)`, kairos.spike10k?.p99Ms, `< ${p3} ms`, (v) => v < p3);
+    }
+    add('W5 idle p50', kairos.idle?.p50Ms, '<= 5 ms', (v) => v <= 5);
+    add('W5 idle p99', kairos.idle?.p99Ms, '<= 20 ms', (v) => v <= 20);
+    const c = kairos.claim500;
+    add('W6 claim at 1M / at 10k', c && c.at1mMs !== null && c.at10kMs ? c.at1mMs / c.at10kMs : null, '<= 1.5x', (v) => v <= 1.5);
+    add('W7 coordinator RSS at 1M', kairos.rssMiBAt1M, '<= 200 MiB', (v) => v <= 200);
+    add('W7 durable commits per job', kairos.commitsPerJob, '<= 0.1', (v) => v <= 0.1);
+  }
+  return { bySystem, ratios, targets, table: markdownTable(configs, figuresByConfig, ratios, sizes), figuresByConfig };
+}
+
+function fmt(value: number | null | undefined, unit: string): string {
+  if (value === null || value === undefined) return '–';
+  if (unit === '') return value.toFixed(3);
+  if (Math.abs(value) >= 100) return String(Math.round(value));
+  return String(Math.round(value * 10) / 10);
+}
+
+function markdownTable(configs: SystemConfig[], figures: Record<string, Figures>, ratios: Report['ratios'], sizes: Sizes): string {
+  const peers = Object.keys(ratios);
+  const header = ['metric', ...configs.map((c) => c.id), ...peers.map((p) => `Kairos / ${p} best`)];
+  const lines = [`| ${header.join(' | ')} |`, `|${header.map((_, i) => (i === 0 ? ' --- ' : ' ---: ')).join('|')}|`];
+  for (const metric of METRICS) {
+    const cells = configs.map((c) => {
+      const f = figures[c.id]!;
+      const v = metric.get(f);
+      let text = fmt(v, metric.unit);
+      if (metric.key === 'throughput' && f.w1Capped) text += ' (capped)';
+      if ((metric.key === 'seedDrain' || metric.key === 'seedLastStart') && f.seedCase?.extrapolatedFromJobs) text += ' (extrap.)';
+      if (metric.key === 'rss' && c.system !== 'kairos') text = 'n/a';
+      return text;
+    });
+    if (cells.every((cell) => cell === '–' || cell === 'n/a')) continue;
+    const ratioCells = peers.map((p) => {
+      const r = ratios[p]?.[metric.key];
+      return r === null || r === undefined ? '–' : `${r.toFixed(2)}×`;
+    });
+    lines.push(`| ${metric.label}${metric.unit ? ` (${metric.unit})` : ''} | ${[...cells, ...ratioCells].join(' | ')} |`);
+  }
+  lines.push('');
+  lines.push(
+    `Sizes: W1 ${sizes.w1Jobs} jobs; spikes ${sizes.spikeSmall} and ${sizes.spikeLarge} among ${sizes.futureJobs} future jobs; ` +
+      `W4 ${sizes.w4.jobs} x ${sizes.w4.sleepMs} ms on ${sizes.w4.slotsLow} and ${sizes.w4.slotsHigh} slots; ` +
+      `${sizes.processes} x ${sizes.slotsPerProcess} slots for W1-W3/W5; medians of ${sizes.rounds} round(s).`,
+  );
+  return lines.join('\n');
+}

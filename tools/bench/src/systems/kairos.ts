@@ -1,0 +1,234 @@
+/**
+ * Kairos as real processes: one coordinator (apps/coordinator/dist/main.js,
+ * started by @kairos/testing) and N bench agents (kairos-agent.ts: the real
+ * agent SDK over gRPC) with the workload's slots split between them.
+ * Everything runs at Kairos's production defaults (lease 10 s, poll backstop
+ * 1 s, claim batch 500, pool 10); only log verbosity is lowered.
+ */
+import { Pool } from 'pg';
+import { createPool, migrate } from '@kairos/store';
+import { leaseStatements } from '@kairos/store/dist/lease';
+import { spawn } from 'node:child_process';
+import { COORDINATOR_MAIN, startCoordinatorProcess } from '@kairos/testing';
+import { TASK_NOOP } from '../common';
+import { startWorker } from '../procs';
+import { withClient } from '../cluster';
+import type { Driver, JobBatch, RunningSystem, StartOptions } from './types';
+
+const COORDINATOR_ENV = {
+  // The coordinator's production defaults, written out (the test helper that
+  // starts the process otherwise applies its short test lease and poll).
+  KAIROS_LEASE_MS: '10000',
+  KAIROS_POLL_INTERVAL_MS: '1000',
+  KAIROS_RETRY_BASE_MS: '1000',
+  KAIROS_CLAIM_BATCH: '500',
+  KAIROS_DB_POOL_SIZE: '10',
+  KAIROS_SHUTDOWN_GRACE_MS: '3000',
+  KAIROS_LOG_LEVEL: 'info',
+};
+
+export const kairosDriver: Driver = {
+  system: 'kairos',
+
+  async prepare(url) {
+    const pool = createPool({ connectionString: url, max: 1 });
+    try {
+      await migrate(pool);
+    } finally {
+      await pool.end();
+    }
+  },
+
+  async insert(url, batch) {
+    // Direct SQL into `jobs` (the columns a one-off job created through the API
+    // gets), ids from uuidv7() like the API's, in one statement per 250k rows.
+    await withClient(url, async (client) => {
+      const { rows } = await client.query(`SELECT current_setting('server_version_num')::int >= 180000 AS v7`);
+      const idFn = rows[0]?.v7 ? 'uuidv7()' : 'gen_random_uuid()';
+      for (let done = 0; done < batch.count; done += 250_000) {
+        const n = Math.min(250_000, batch.count - done);
+        await client.query(
+          `INSERT INTO jobs (id, task, run_at, occurrence_at, next_run_at, state, payload)
+           SELECT ${idFn}, $1, t, t, t, 'DUE', jsonb_strip_nulls(jsonb_build_object('p', $2::int, 'd', dms, 's', $5::int))
+           FROM (SELECT dms, to_timestamp(dms / 1000.0) AS t
+                 FROM (SELECT ($3::bigint + floor(random() * $4::bigint))::bigint AS dms FROM generate_series(1, $6::int)) g) s`,
+          [batch.task, batch.phase, batch.dueAtMs, Math.max(1, batch.spreadMs ?? 0), batch.sleepMs ?? null, n],
+        );
+      }
+    });
+  },
+
+  async pending(pool) {
+    const { rows } = await pool.query(
+      `SELECT (SELECT count(*) FROM jobs WHERE state = 'CLAIMED')
+            + (SELECT count(*) FROM jobs WHERE state = 'DUE' AND next_run_at <= now()) AS n`,
+    );
+    return Number(rows[0]?.n ?? 0);
+  },
+
+  async claimLags(pool, dueAtMs) {
+    // runs.started_at is the claim transaction's time; scheduled_for is the occurrence (the due time).
+    const { rows } = await pool.query(
+      `SELECT extract(epoch FROM (started_at - scheduled_for)) * 1000 AS lag FROM runs
+       WHERE scheduled_for = to_timestamp($1::bigint / 1000.0) ORDER BY 1`,
+      [dueAtMs],
+    );
+    return rows.map((row) => Number(row.lag));
+  },
+
+  async purgeDue(url) {
+    await withClient(url, (client) => client.query(`DELETE FROM jobs WHERE state = 'DUE' AND next_run_at <= now()`));
+  },
+
+  describe(options) {
+    return {
+      processes: `1 coordinator + ${options.processes} agents`,
+      agentCapacity: options.slotsPerProcess,
+      coordinatorEnv: COORDINATOR_ENV,
+    };
+  },
+
+  async start(options: StartOptions): Promise<RunningSystem> {
+    const coordinator = options.profileDir
+      ? await startProfiledCoordinator(options.url, `${options.label}-coordinator`, options.profileDir)
+      : await startCoordinatorProcess({
+          databaseUrl: options.url,
+          leaseMs: 10_000,
+          name: `${options.label}-coordinator`,
+          env: COORDINATOR_ENV,
+        });
+    const agents = Array.from({ length: options.processes }, (_, i) =>
+      startWorker(
+        `${options.label}-agent-${i}`,
+        'kairos-agent',
+        {
+          KAIROS_COORDINATOR: coordinator.grpcAddress,
+          KAIROS_AGENT_ID: `${options.label}-agent-${i}`,
+          KAIROS_AGENT_TASKS: options.tasks.join(','),
+          KAIROS_AGENT_CAPACITY: String(options.slotsPerProcess),
+          KAIROS_DRAIN_GRACE_MS: '15000',
+          ...(options.trace ? { BENCH_TRACE: '1' } : {}),
+        },
+        options.collector.onMessage,
+        options.profileDir
+          ? { execArgv: ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}/${options.label}-agent-${i}`] }
+          : {},
+      ),
+    );
+    try {
+      await Promise.all(agents.map((agent) => withTimeout(agent.ready, 30_000, `${agent.name} did not connect`)));
+    } catch (error: unknown) {
+      await Promise.all(agents.map((agent) => agent.stop(2_000)));
+      await coordinator.proc.stop(5_000);
+      throw error;
+    }
+    return {
+      options: kairosDriver.describe(options),
+      coordinatorPid: coordinator.proc.pid,
+      workerPids: () => agents.map((agent) => agent.pid),
+      async scheduleOne(phase, dueAtMs) {
+        const response = await fetch(`${coordinator.httpUrl}/jobs`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ runAt: new Date(dueAtMs).toISOString(), task: TASK_NOOP, payload: { p: phase, d: dueAtMs } }),
+        });
+        if (response.status !== 201) throw new Error(`POST /jobs answered ${response.status}: ${await response.text()}`);
+        await response.arrayBuffer().catch(() => undefined);
+      },
+      async stop() {
+        await Promise.all(agents.map((agent) => agent.stop(20_000)));
+        await coordinator.proc.stop(10_000);
+      },
+    };
+  },
+
+  async claim500(url, samples) {
+    const pool = new Pool({ connectionString: url, max: 1 });
+    const timings: number[] = [];
+    try {
+      for (let i = 0; i < samples + 1; i++) {
+        const client = await pool.connect();
+        try {
+          await client.query('BEGIN');
+          // The store's own claimDue (the statement the dispatcher runs), on our transaction.
+          const lease = leaseStatements(client as unknown as Pool);
+          const t = performance.now();
+          const claimed = await lease.claimDue({ owner: 'bench-w6', tasks: [TASK_NOOP], limit: 500, leaseMs: 10_000 });
+          const elapsed = performance.now() - t;
+          if (claimed.length !== 500) throw new Error(`Kairos claim returned ${claimed.length} rows, expected 500`);
+          if (i > 0) timings.push(elapsed); // the first sample warms the plan cache
+        } finally {
+          await client.query('ROLLBACK');
+          client.release();
+        }
+      }
+    } finally {
+      await pool.end();
+    }
+    return timings;
+  },
+};
+
+/**
+ * --cpu-prof cannot go through NODE_OPTIONS, so a profiled coordinator is
+ * spawned here with the flag on its command line (same entry point, same env).
+ */
+async function startProfiledCoordinator(databaseUrl: string, name: string, profileDir: string) {
+  const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${profileDir}/${name}`, COORDINATOR_MAIN], {
+    env: { ...process.env, ...COORDINATOR_ENV, DATABASE_URL: databaseUrl, KAIROS_HOST: '127.0.0.1', KAIROS_HTTP_PORT: '0', KAIROS_GRPC_PORT: '0', KAIROS_COORDINATOR_ID: name },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
+  const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
+    let buffered = '';
+    const timer = setTimeout(() => reject(new Error(`${name} did not become ready`)), 30_000);
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      buffered += chunk;
+      let nl: number;
+      while ((nl = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, nl);
+        buffered = buffered.slice(nl + 1);
+        try {
+          const parsed = JSON.parse(line) as Record<string, unknown>;
+          if (parsed.msg === 'coordinator ready') {
+            clearTimeout(timer);
+            resolve(parsed);
+          }
+        } catch {
+          // not JSON
+        }
+      }
+    });
+    child.stderr!.resume();
+    void exited.then((code) => reject(new Error(`${name} exited (${code}) before it was ready`)));
+  });
+  return {
+    httpUrl: String(ready.httpUrl),
+    grpcAddress: String(ready.grpcAddress),
+    proc: {
+      pid: child.pid!,
+      async stop(graceMs: number) {
+        if (child.exitCode !== null || child.signalCode !== null) return exited;
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+        const code = await exited;
+        clearTimeout(timer);
+        return code;
+      },
+    },
+  };
+}
+
+export async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(message)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
