@@ -96,14 +96,29 @@ export interface JobQueries {
 }
 
 export function jobQueries(db: NodePgDatabase): JobQueries {
+  const queries = unwrappedJobQueries(db);
+  // Every read reports database trouble as StoreUnavailableError (the API's 503), like the writes.
   return {
-    async create(input, now) {
-      try {
-        return await create(db, input, now);
-      } catch (error: unknown) {
-        throw wrapStoreError('jobs.create', error);
-      }
-    },
+    create: (input, now) => guarded('jobs.create', () => queries.create(input, now)),
+    get: (namespace, id) => guarded('jobs.get', () => queries.get(namespace, id)),
+    list: (namespace, filter) => guarded('jobs.list', () => queries.list(namespace, filter)),
+    nextDueAt: () => guarded('jobs.nextDueAt', () => queries.nextDueAt()),
+    countDueWithin: (horizonMs) => guarded('jobs.countDueWithin', () => queries.countDueWithin(horizonMs)),
+    msUntilNextDue: (tasks) => guarded('jobs.msUntilNextDue', () => queries.msUntilNextDue(tasks)),
+  };
+}
+
+async function guarded<T>(context: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error: unknown) {
+    throw wrapStoreError(context, error);
+  }
+}
+
+function unwrappedJobQueries(db: NodePgDatabase): JobQueries {
+  return {
+    create: (input, now) => create(db, input, now),
     async get(namespace, id) {
       if (!isJobId(id)) return null;
       const rows = await db

@@ -5,6 +5,7 @@
 import { and, asc, eq, gt } from 'drizzle-orm';
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { isJobId } from './lease';
+import { wrapStoreError } from './pg-errors';
 import { jobs, runs } from './schema';
 
 export type RunOutcome = 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'TIMED_OUT' | 'LEASE_EXPIRED' | 'CANCELLED' | 'SKIPPED';
@@ -31,30 +32,44 @@ export interface RunQueries {
 export function runQueries(db: NodePgDatabase): RunQueries {
   return {
     async list(namespace, jobId, options = {}) {
-      if (!isJobId(jobId)) return null;
-      const owner = await db
-        .select({ id: jobs.id })
-        .from(jobs)
-        .where(and(eq(jobs.namespace, namespace), eq(jobs.id, jobId)));
-      if (owner.length === 0) return null;
-      const rows = await db
-        .select()
-        .from(runs)
-        .where(and(eq(runs.jobId, jobId), gt(runs.id, options.afterRunId ?? 0)))
-        .orderBy(asc(runs.id))
-        .limit(options.limit ?? 1000);
-      return rows.map((row) => ({
-        runId: row.id,
-        jobId: row.jobId,
-        attempt: row.attempt,
-        leaseGeneration: row.leaseGeneration,
-        scheduledFor: row.scheduledFor,
-        startedAt: row.startedAt,
-        finishedAt: row.finishedAt,
-        outcome: row.outcome,
-        workerId: row.workerId,
-        error: row.error,
-      }));
+      try {
+        return await listRuns(db, namespace, jobId, options);
+      } catch (error: unknown) {
+        // Database trouble is StoreUnavailableError (the API's 503), like every other store call.
+        throw wrapStoreError('runs.list', error);
+      }
     },
   };
+}
+
+async function listRuns(
+  db: NodePgDatabase,
+  namespace: string,
+  jobId: string,
+  options: { limit?: number; afterRunId?: number },
+): Promise<RunRecord[] | null> {
+  if (!isJobId(jobId)) return null;
+  const owner = await db
+    .select({ id: jobs.id })
+    .from(jobs)
+    .where(and(eq(jobs.namespace, namespace), eq(jobs.id, jobId)));
+  if (owner.length === 0) return null;
+  const rows = await db
+    .select()
+    .from(runs)
+    .where(and(eq(runs.jobId, jobId), gt(runs.id, options.afterRunId ?? 0)))
+    .orderBy(asc(runs.id))
+    .limit(options.limit ?? 1000);
+  return rows.map((row) => ({
+    runId: row.id,
+    jobId: row.jobId,
+    attempt: row.attempt,
+    leaseGeneration: row.leaseGeneration,
+    scheduledFor: row.scheduledFor,
+    startedAt: row.startedAt,
+    finishedAt: row.finishedAt,
+    outcome: row.outcome,
+    workerId: row.workerId,
+    error: row.error,
+  }));
 }

@@ -71,6 +71,9 @@ describe('database outage', () => {
     const refused = await api.createJob({ task: 'sleep', runAt: new Date().toISOString() });
     expect(refused.status).toBe(503);
     expect(refused.body.error.code).toBe('unavailable');
+    // Reads too: 503, not 500 (found by tools/chaos).
+    expect((await api.getJob(ids[0]!)).status).toBe(503);
+    expect((await api.runs(ids[0]!)).status).toBe(503);
     // Stay down past the jobs' due time.
     await waitFor(() => Date.now() > dueAt.getTime() + 1_000, { description: 'past the due time' });
 
