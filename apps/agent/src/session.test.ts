@@ -141,13 +141,17 @@ describe('agent session', () => {
   it('fences itself when renew replies stop: the handler is aborted once the trust window runs out', async () => {
     const { fake, log, controlled, stream } = await setup();
     fake.replyToHeartbeats = false;
+    await waitFor('a first heartbeat', () => stream.heartbeats().length >= 1);
+    // The assignment is anchored at the newest heartbeat the coordinator had received.
+    const anchorArrivedAt = stream.heartbeatTimes().at(-1)!;
     const assignedAt = performance.now();
     stream.assign({ jobId: 'quiet', task: 'controlled' });
     const lost = await log.wait('lease-lost', (i) => i.jobId === 'quiet', { timeoutMs: 3_000 });
     const lostAt = log.events.find((e) => e.name === 'lease-lost')?.at ?? 0;
     expect(lost).toMatchObject({ reason: 'trust-window', source: 'trust-window' });
-    // Trusted for lease_remaining_ms (600) minus the margin (200) from receipt: not a moment less.
-    expect(lostAt - assignedAt).toBeGreaterThanOrEqual(400);
+    // Trusted for lease_remaining_ms (600) minus the margin (200) from the anchor heartbeat's
+    // send time (just before it arrived at the fake), never from a later moment.
+    expect(lostAt - anchorArrivedAt).toBeGreaterThanOrEqual(390);
     expect(lostAt - assignedAt).toBeLessThan(1_500);
     expect((controlled.run('quiet').abortReason as TaskAbortedError).kind).toBe('lease-lost');
     // The aborted run is still reported, as CANCELLED: the coordinator's fence decides
@@ -155,6 +159,20 @@ describe('agent session', () => {
     await waitFor('the self-fenced outcome', () => stream.outcomes().some((o) => o.jobId === 'quiet'));
     expect(stream.outcomes()).toMatchObject([{ jobId: 'quiet', result: HandlerResult.CANCELLED }]);
     expect(stream.outcomes()[0]?.error).toContain('self-fenced');
+  });
+
+  it('anchors an assignment at the heartbeat the coordinator had seen, so a slow delivery cannot stretch trust', async () => {
+    const { fake, log, stream } = await setup();
+    fake.replyToHeartbeats = false;
+    await waitFor('three heartbeats', () => stream.heartbeats().length >= 3, { timeoutMs: 3_000 });
+    const oldest = stream.heartbeats()[0]!.seq;
+    // As if the claim happened right after heartbeat 1 and the assignment spent ~400 ms in transit:
+    // 600 ms lease − 200 ms margin from heartbeat 1's send time leaves nothing to trust now.
+    const assignedAt = performance.now();
+    stream.assign({ jobId: 'delayed', task: 'controlled', anchorSeq: oldest });
+    const released = await log.wait('released', (i) => i.jobId === 'delayed', { timeoutMs: 3_000 });
+    expect(String(released.reason)).toContain('lease too short to trust');
+    expect(performance.now() - assignedAt).toBeLessThan(400);
   });
 
   it('keeps a lease alive as long as renewals arrive, anchored at the heartbeat send time', async () => {

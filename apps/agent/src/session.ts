@@ -414,12 +414,17 @@ export class AgentSession {
         this.keeper.drop(other.key);
         this.lose(other, 'superseded', 'assignment');
       }
-      const refusal = this.refusal(assignment);
+      // Anchor the lease at the send time of the heartbeat the coordinator had seen
+      // before it claimed (never later than receipt): a slow delivery shortens the
+      // trust window instead of stretching it past the lease.
+      const anchoredAt = Math.min(receivedAt, link.sendTimeOf(assignment.anchorSeq) ?? receivedAt);
+      const remainingMs = assignment.leaseRemainingMs - (receivedAt - anchoredAt);
+      const refusal = this.refusal(assignment, remainingMs);
       if (refusal !== undefined) {
         released.push({ key, reason: refusal });
         continue;
       }
-      this.keeper.hold(key, assignment.task, assignment.leaseRemainingMs, receivedAt);
+      this.keeper.hold(key, assignment.task, assignment.leaseRemainingMs, anchoredAt);
       this.host.post({ type: 'offer', lease: offerOf(assignment) });
     }
     if (released.length > 0) {
@@ -433,12 +438,12 @@ export class AgentSession {
   }
 
   /** Why an assignment cannot be taken, or undefined if it can. */
-  private refusal(assignment: Assignment): string | undefined {
+  private refusal(assignment: Assignment, remainingMs: number): string | undefined {
     if (this.work.kind !== 'accepting') return 'agent is draining';
     if (!this.tasks.has(assignment.task)) return `task "${assignment.task}" is not served by this agent`;
     if (this.keeper.size >= this.config.capacity) return `over capacity (${this.config.capacity})`;
-    if (assignment.leaseRemainingMs <= this.keeper.margin) {
-      return `lease too short to trust (${assignment.leaseRemainingMs} ms left, margin ${this.keeper.margin} ms)`;
+    if (remainingMs <= this.keeper.margin) {
+      return `lease too short to trust (${Math.round(remainingMs)} ms left, margin ${this.keeper.margin} ms)`;
     }
     return undefined;
   }

@@ -101,11 +101,14 @@ export class StreamLink {
     return seq === 0n ? this.helloSentAt : this.sentAt.get(seq);
   }
 
-  /** A RenewReply for `seq` arrived: forget it and every older heartbeat. */
-  answered(seq: bigint): void {
-    for (const known of this.sentAt.keys()) {
-      if (known <= seq) this.sentAt.delete(known);
-    }
+  /**
+   * A RenewReply for `seq` arrived. Send times are kept anyway (bounded by
+   * MAX_UNANSWERED_HEARTBEATS): an assignment may name an answered heartbeat as
+   * its trust anchor, and an older reply cannot extend trust (the lease keeper
+   * ignores renewals anchored before the one it applied).
+   */
+  answered(_seq: bigint): void {
+    // nothing to forget
   }
 
   /** Half-closes: "no more messages from the agent"; the coordinator then ends the call. */

@@ -66,6 +66,8 @@ export interface AssignmentSpec {
   readonly attempt?: number;
   readonly maxAttempts?: number;
   readonly scheduledFor?: Date;
+  /** Trust anchor; default: the newest heartbeat this stream received (as the real coordinator does). */
+  readonly anchorSeq?: bigint;
 }
 
 export class FakeStream {
@@ -94,7 +96,13 @@ export class FakeStream {
   }
 
   assign(...specs: AssignmentSpec[]): void {
-    this.send({ kind: { case: 'assignments', value: { assignments: specs.map((spec) => this.fake.assignment(spec)) } } });
+    const newest = this.heartbeats().reduce((max, h) => (h.seq > max ? h.seq : max), 0n);
+    this.send({
+      kind: {
+        case: 'assignments',
+        value: { assignments: specs.map((spec) => this.fake.assignment({ anchorSeq: newest, ...spec })) },
+      },
+    });
   }
 
   revoke(leases: { jobId: string; generation?: bigint }[], reason: LeaseLostReason = LeaseLostReason.CANCELLED): void {
@@ -281,6 +289,7 @@ export class FakeCoordinator {
       leaseRemainingMs: spec.leaseRemainingMs ?? this.leaseMs,
       timeoutMs: spec.timeoutMs ?? 0,
       scheduledFor: timestampFromDate(spec.scheduledFor ?? new Date()),
+      anchorSeq: spec.anchorSeq ?? 0n,
     };
   }
 

@@ -94,6 +94,7 @@ export function connectHandler(deps: { dispatcher: Dispatcher; options: Coordina
           return fail(status.INVALID_ARGUMENT, 'Hello was already received on this stream');
         case 'heartbeat': {
           const seq = kind.value.seq;
+          if (seq > session.lastHeartbeatSeq) session.lastHeartbeatSeq = seq;
           dispatcher
             .renew(session, kind.value.leases.map(fromWire), { complete: true, intervalMs: heartbeatIntervalMs })
             .then((results) => session.send({ kind: { case: 'renewReply', value: { seq, statuses: results.map(renewStatus) } } }))

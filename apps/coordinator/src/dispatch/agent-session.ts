@@ -56,6 +56,8 @@ export interface AgentSession {
    * assigned to it would only wait for its lease to expire.
    */
   lastSeenMs: number;
+  /** Seq of the newest Heartbeat received on this stream (0: Hello); assignments carry it as their trust anchor. */
+  lastHeartbeatSeq: bigint;
   /**
    * Leases the agent holds, by leaseKey, with the monotonic time we last had
    * evidence of it (assigned, announced or renewed). Heartbeats list every
@@ -77,6 +79,7 @@ export function createSession(call: ServerDuplexStream<AgentMessage, Coordinator
     connectedAt: new Date(),
     lastHeartbeatAt: null,
     lastSeenMs: performance.now(),
+    lastHeartbeatSeq: 0n,
     held: new Map(),
     send(message) {
       if (this.state.kind === 'closed') return;

@@ -132,6 +132,8 @@ export function createDispatcher(deps: {
     const agent = agentOf(session);
     const free = freeSlots(session);
     if (!agent || free === 0) return;
+    // Read before claiming: the agent sent this heartbeat before the claim happened.
+    const anchorSeq = session.lastHeartbeatSeq;
     const claimed = await store.lease.claimDue({
       owner: agent.agentId,
       tasks: agent.tasks,
@@ -150,7 +152,7 @@ export function createDispatcher(deps: {
     const seenAtMs = performance.now();
     lastAssigned.set(session, seenAtMs);
     for (const job of claimed) session.held.set(leaseKey(job.jobId, job.leaseGeneration), { ...toLeaseRef(job), seenAtMs });
-    session.send({ kind: { case: 'assignments', value: { assignments: claimed.map(toAssignment) } } });
+    session.send({ kind: { case: 'assignments', value: { assignments: claimed.map((job) => toAssignment(job, anchorSeq)) } } });
     if (claimed.length === free) again = true; // it may have more due; look again after this round
   }
 
@@ -303,7 +305,7 @@ function toWireLease(lease: LeaseRef): Pick<WireLeaseRef, 'jobId' | 'leaseGenera
   return { jobId: lease.jobId, leaseGeneration: BigInt(lease.leaseGeneration) };
 }
 
-function toAssignment(job: ClaimedJob) {
+function toAssignment(job: ClaimedJob, anchorSeq: bigint) {
   return create(AssignmentSchema, {
     jobId: job.jobId,
     runId: String(job.runId),
@@ -315,6 +317,7 @@ function toAssignment(job: ClaimedJob) {
     leaseRemainingMs: job.leaseRemainingMs,
     timeoutMs: job.timeoutMs ?? 0,
     scheduledFor: timestampFromDate(job.scheduledFor),
+    anchorSeq,
   });
 }
 
