@@ -59,9 +59,9 @@ import type { LeaseKey, LeaseLossReason, ReportableResult } from './thread-messa
 import { leaseId } from './thread-messages';
 
 /**
- * The default safety margin: 10% of the lease, at least 200 ms. It must cover
- * the transit time of an assignment (anchored at receipt, not at the claim)
- * and the timer slack of the fence itself.
+ * The default safety margin: 10% of the lease, at least 200 ms. Windows are
+ * anchored at send times, so the margin only has to cover the database's
+ * clock step between claim or renewal and reply, and the fence's timer slack.
  */
 export function defaultTrustMarginMs(leaseMs: number): number {
   return Math.max(200, Math.round(leaseMs * 0.1));
@@ -92,7 +92,7 @@ export interface HeldLease {
   phase: LeasePhase;
   /** Monotonic deadline after which the lease must not be trusted. */
   trustedUntil: number;
-  /** Monotonic send time of the renewal behind `trustedUntil` (or receive time of the assignment). */
+  /** Monotonic send time of the renewal behind `trustedUntil` (or of the assignment's anchor heartbeat). */
   anchor: number;
 }
 
@@ -142,7 +142,7 @@ export class LeaseKeeper {
     return undefined;
   }
 
-  /** Starts holding a freshly assigned lease, trusted from its receive time. */
+  /** Starts holding a freshly assigned lease, trusted from `receivedAt`: the send time of its anchor heartbeat (see session.ts). */
   hold(key: LeaseKey, task: string, remainingMs: number, receivedAt: number): HeldLease {
     const lease: HeldLease = {
       key: { jobId: key.jobId, generation: key.generation },
