@@ -115,6 +115,8 @@ export interface SessionTimes {
 export interface History {
   seed: number;
   minutes: number;
+  /** `git describe --always --dirty` of the checkout when the session started (Kairos processes started later load whatever is built then). */
+  commit?: string;
   leaseMs: number;
   retryBaseMs: number;
   /** Longest handler the workload uses (bounds a healthy run's length). */

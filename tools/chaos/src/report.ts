@@ -23,6 +23,7 @@ export interface Summary {
   /** Kairos processes that exited on their own (each also fails the verdict). */
   crashes: number;
   details: {
+    commit: string;
     staleAttemptedReceiver: number;
     staleReportsRejected: number;
     jobsCreated: number;
@@ -62,6 +63,7 @@ export function summarize(history: History, result: CheckResult, totalMs: number
     duplicates: result.duplicates,
     crashes: result.crashes,
     details: {
+      commit: history.commit ?? 'unknown',
       staleAttemptedReceiver: result.staleAttemptedReceiver,
       staleReportsRejected: result.staleReportsRejected,
       jobsCreated: new Set(history.client.created.map((c) => c.jobId)).size,
@@ -97,7 +99,7 @@ export function renderReport(summary: Summary): string {
   const lines: string[] = [];
   const ok = (good: boolean) => (good ? 'ok  ' : 'FAIL');
   const d = summary.details;
-  lines.push(`Kairos chaos session: seed ${summary.seed}, ${summary.minutes} min of faults  ->  ${summary.verdict.toUpperCase()}`);
+  lines.push(`Kairos chaos session: seed ${summary.seed}, ${summary.minutes} min of faults  ->  ${summary.verdict.toUpperCase()}  (checkout ${d.commit})`);
   lines.push('');
   lines.push(
     `Workload: ${d.jobsCreated} jobs created, ${d.executedRuns} executions and ${d.skippedRuns} SKIPPED occurrences recorded, ` +

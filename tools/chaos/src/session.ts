@@ -11,6 +11,7 @@
  *              to lapse, then the final read of `jobs` and `runs`;
  *   check      the history goes through the checker.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { Pool } from 'pg';
@@ -139,6 +140,7 @@ export async function runSession(options: SessionOptions): Promise<SessionOutcom
     const history: History = {
       seed: options.seed,
       minutes: options.minutes,
+      commit: describeCheckout(),
       leaseMs: TIMINGS.leaseMs,
       retryBaseMs: TIMINGS.retryBaseMs,
       maxHandlerMs: MAX_HANDLER_MS,
@@ -276,6 +278,15 @@ async function readStore(pool: Pool): Promise<{ at: number; jobs: HJob[]; runs: 
     };
   } finally {
     client.release();
+  }
+}
+
+/** The checkout the session ran from, for the results; 'unknown' outside a git work tree. */
+function describeCheckout(): string {
+  try {
+    return execFileSync('git', ['describe', '--always', '--dirty'], { cwd: path.resolve(__dirname, '..'), encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
   }
 }
 
