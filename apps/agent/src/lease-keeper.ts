@@ -18,11 +18,18 @@
  *
  * Phases (tagged union `LeasePhase`, one per held lease)
  *
- *     offered ──started──> running ──outcome──> finished ──ack──> (forgotten)
- *        │                    │                    │
- *        └─release──> (forgotten; sent as Release, never started)
- *        └────────────────────┴────lost / revoke / trust runs out──> (forgotten)
+ *     confirming ──renewed──> offered ──started──> running ──outcome──> finished ──ack──> (forgotten)
+ *        │                       │                    │                    │
+ *        └─lost / not renewed in time──> (forgotten; never offered)
+ *                                └─release──> (forgotten; sent as Release, never started)
+ *                                └────────────────────┴────lost / revoke / trust runs out──> (forgotten)
  *
+ *   - confirming: assigned, but the heartbeat it is anchored at is so old (or
+ *               unknown) that the window left is shorter than the margin, e.g.
+ *               the claim was held up in a paused database. The lease is
+ *               listed in the next heartbeat; the renewal that answers it
+ *               anchors a fresh window and the lease is offered. Never handed
+ *               to the handler thread before that, so nothing can run on it.
  *   - offered:  assigned and handed to the handler thread, not yet known to
  *               have started. Only the handler thread may turn it into a
  *               release, because only it knows whether the handler was called.
@@ -76,6 +83,7 @@ export interface PendingOutcome {
 
 /** Where a held lease is in its life; see the diagram at the top of the file. */
 export type LeasePhase =
+  | { readonly kind: 'confirming' }
   | { readonly kind: 'offered' }
   | { readonly kind: 'running'; readonly startedAt: number }
   | {
@@ -90,7 +98,10 @@ export interface HeldLease {
   readonly id: string;
   readonly task: string;
   phase: LeasePhase;
-  /** Monotonic deadline after which the lease must not be trusted. */
+  /**
+   * Monotonic deadline after which the lease must not be trusted. While
+   * confirming: when to give up waiting for the renewal and release it.
+   */
   trustedUntil: number;
   /** Monotonic send time of the renewal behind `trustedUntil` (or of the assignment's anchor heartbeat). */
   anchor: number;
@@ -104,12 +115,16 @@ export type RenewStatus =
 /** What applying one status did. */
 export type RenewVerdict =
   | { readonly kind: 'renewed'; readonly lease: HeldLease }
+  /** A confirming lease got its first renewal: it may be offered now. */
+  | { readonly kind: 'confirmed'; readonly lease: HeldLease }
   | { readonly kind: 'lost'; readonly lease: HeldLease; readonly reason: LeaseLossReason }
   /** Not held, or older than the renewal already applied. */
   | { readonly kind: 'ignored' };
 
 export class LeaseKeeper {
   private readonly leases = new Map<string, HeldLease>();
+  /** Lease id by job id: at most one generation of a job is held (see `otherGeneration`). */
+  private readonly byJob = new Map<string, string>();
   private marginMs: number;
 
   constructor(marginMs: number) {
@@ -136,24 +151,35 @@ export class LeaseKeeper {
 
   /** The held lease of the same job at another generation, if any. */
   otherGeneration(key: LeaseKey): HeldLease | undefined {
-    for (const lease of this.leases.values()) {
-      if (lease.key.jobId === key.jobId && lease.key.generation !== key.generation) return lease;
-    }
-    return undefined;
+    const id = this.byJob.get(key.jobId);
+    const lease = id === undefined ? undefined : this.leases.get(id);
+    return lease !== undefined && lease.key.generation !== key.generation ? lease : undefined;
   }
 
-  /** Starts holding a freshly assigned lease, trusted from `receivedAt`: the send time of its anchor heartbeat (see session.ts). */
-  hold(key: LeaseKey, task: string, remainingMs: number, receivedAt: number): HeldLease {
-    const lease: HeldLease = {
-      key: { jobId: key.jobId, generation: key.generation },
-      id: leaseId(key),
-      task,
-      phase: { kind: 'offered' },
-      trustedUntil: receivedAt + remainingMs - this.marginMs,
-      anchor: receivedAt,
-    };
+  /** Starts holding a freshly assigned lease, trusted from `anchor`: the send time of its anchor heartbeat (see session.ts). */
+  hold(key: LeaseKey, task: string, remainingMs: number, anchor: number): HeldLease {
+    return this.add(key, task, { kind: 'offered' }, anchor + remainingMs - this.marginMs, anchor);
+  }
+
+  /**
+   * Holds an assignment whose anchor leaves too little to trust, until a
+   * renewal of a heartbeat sent after `receivedAt` confirms it. Released if
+   * none has by `giveUpAt`.
+   */
+  holdUnconfirmed(key: LeaseKey, task: string, receivedAt: number, giveUpAt: number): HeldLease {
+    return this.add(key, task, { kind: 'confirming' }, giveUpAt, receivedAt);
+  }
+
+  private add(key: LeaseKey, task: string, phase: LeasePhase, trustedUntil: number, anchor: number): HeldLease {
+    const lease: HeldLease = { key: { jobId: key.jobId, generation: key.generation }, id: leaseId(key), task, phase, trustedUntil, anchor };
     this.leases.set(lease.id, lease);
+    this.byJob.set(key.jobId, lease.id);
     return lease;
+  }
+
+  private remove(lease: HeldLease): void {
+    this.leases.delete(lease.id);
+    if (this.byJob.get(lease.key.jobId) === lease.id) this.byJob.delete(lease.key.jobId);
   }
 
   /** offered -> running. False if the lease is no longer held (lost meanwhile). */
@@ -167,16 +193,15 @@ export class LeaseKeeper {
   /** offered|running -> finished. False if the lease is no longer held: drop the outcome. */
   markFinished(key: LeaseKey, outcome: PendingOutcome): boolean {
     const lease = this.get(key);
-    if (lease === undefined || lease.phase.kind === 'finished') return false;
+    if (lease === undefined || lease.phase.kind === 'finished' || lease.phase.kind === 'confirming') return false;
     lease.phase = { kind: 'finished', outcome, lastSentAt: null };
     return true;
   }
 
   /** Forgets a lease (released, revoked, lost). Returns it if it was held. */
   drop(key: LeaseKey): HeldLease | undefined {
-    const id = leaseId(key);
-    const lease = this.leases.get(id);
-    this.leases.delete(id);
+    const lease = this.leases.get(leaseId(key));
+    if (lease !== undefined) this.remove(lease);
     return lease;
   }
 
@@ -199,17 +224,21 @@ export class LeaseKeeper {
     const lease = this.get(key);
     if (lease === undefined) return { kind: 'ignored' };
     if (status.kind === 'lost') {
-      this.leases.delete(lease.id);
+      this.remove(lease);
       return { kind: 'lost', lease, reason: status.reason };
     }
     if (sentAt === undefined || sentAt <= lease.anchor) return { kind: 'ignored' };
     if (status.remainingMs <= 0) {
       // The contract: 0 ms left means the lease is about to run out; treat it as lost.
-      this.leases.delete(lease.id);
+      this.remove(lease);
       return { kind: 'lost', lease, reason: 'expired' };
     }
     lease.anchor = sentAt;
     lease.trustedUntil = sentAt + status.remainingMs - this.marginMs;
+    if (lease.phase.kind === 'confirming') {
+      lease.phase = { kind: 'offered' };
+      return { kind: 'confirmed', lease };
+    }
     return { kind: 'renewed', lease };
   }
 
@@ -223,13 +252,28 @@ export class LeaseKeeper {
   fenceExpired(now: number, outcome: PendingOutcome): HeldLease[] {
     const expired: HeldLease[] = [];
     for (const lease of this.leases.values()) {
-      if (lease.phase.kind !== 'finished' && now >= lease.trustedUntil) expired.push(lease);
+      if ((lease.phase.kind === 'offered' || lease.phase.kind === 'running') && now >= lease.trustedUntil) expired.push(lease);
     }
     for (const lease of expired) lease.phase = { kind: 'finished', outcome, lastSentAt: null };
     return expired;
   }
 
-  /** Earliest window end among offered/running leases; undefined if there is none. */
+  /** Confirming leases no renewal confirmed by their deadline: forgotten and returned (to release). */
+  expireUnconfirmed(now: number): HeldLease[] {
+    const expired: HeldLease[] = [];
+    for (const lease of this.leases.values()) {
+      if (lease.phase.kind === 'confirming' && now >= lease.trustedUntil) expired.push(lease);
+    }
+    for (const lease of expired) this.remove(lease);
+    return expired;
+  }
+
+  /** Every confirming lease, forgotten and returned (the agent is draining: release them). */
+  dropUnconfirmed(): HeldLease[] {
+    return this.expireUnconfirmed(Number.POSITIVE_INFINITY);
+  }
+
+  /** Earliest window end (or confirmation deadline) among leases not finished; undefined if there is none. */
   nextTrustDeadline(): number | undefined {
     let earliest: number | undefined;
     for (const lease of this.leases.values()) {
@@ -268,7 +312,7 @@ export class LeaseKeeper {
   acknowledge(key: LeaseKey): HeldLease | undefined {
     const lease = this.get(key);
     if (lease === undefined || lease.phase.kind !== 'finished') return undefined;
-    this.leases.delete(lease.id);
+    this.remove(lease);
     return lease;
   }
 }

@@ -168,11 +168,51 @@ describe('agent session', () => {
     const oldest = stream.heartbeats()[0]!.seq;
     // As if the claim happened right after heartbeat 1 and the assignment spent ~400 ms in transit:
     // 600 ms lease − 200 ms margin from heartbeat 1's send time leaves nothing to trust now.
-    const assignedAt = performance.now();
     stream.assign({ jobId: 'delayed', task: 'controlled', anchorSeq: oldest });
+    // Held back, never started; no renewal answers, so it is released once its lease is over.
     const released = await log.wait('released', (i) => i.jobId === 'delayed', { timeoutMs: 3_000 });
-    expect(String(released.reason)).toContain('lease too short to trust');
-    expect(performance.now() - assignedAt).toBeLessThan(400);
+    expect(String(released.reason)).toContain('no renewal confirmed it');
+    expect(log.find('started')).toBeUndefined();
+    await waitFor('the Release', () => stream.releases().some((r) => r.jobId === 'delayed'));
+  });
+
+  // Chaos finding 9: after a database pause, claims anchored before the pause were released
+  // as "too short to trust" although the lease in the database was fresh.
+  it('holds back an assignment it cannot anchor and starts it once the renewal of an extra heartbeat confirms it', async () => {
+    // No scheduled heartbeat within the test: only the extra one can confirm.
+    const { log, controlled, stream } = await setup({ fake: { heartbeatIntervalMs: 60_000, leaseMs: 10_000 } });
+    stream.assign({ jobId: 'after-pause', task: 'controlled', anchorSeq: 999n });
+    await log.wait('started', (i) => i.jobId === 'after-pause');
+    expect(stream.heartbeats()).toHaveLength(1);
+    expect(refs(stream.heartbeats()[0]!.leases)).toEqual([{ jobId: 'after-pause', generation: 1n }]);
+    expect(log.find('released')).toBeUndefined();
+    controlled.finish('after-pause');
+    expect((await log.finished('after-pause')).result).toBe('succeeded');
+    await log.wait('outcome-acked', (i) => i.jobId === 'after-pause');
+  });
+
+  it('releases a held-back assignment that no renewal confirms within its lease, without starting it', async () => {
+    const { fake, log, stream } = await setup({ fake: { heartbeatIntervalMs: 60_000 } });
+    fake.replyToHeartbeats = false;
+    stream.assign({ jobId: 'unconfirmed', task: 'controlled', anchorSeq: 999n });
+    const released = await log.wait('released', (i) => i.jobId === 'unconfirmed', { timeoutMs: 3_000 });
+    expect(String(released.reason)).toContain('no renewal confirmed it');
+    expect(stream.heartbeats()).toHaveLength(1);
+    expect(log.find('started')).toBeUndefined();
+    await waitFor('the Release', () => stream.releases().some((r) => r.jobId === 'unconfirmed'));
+  });
+
+  it('answers a lost renewal of a held-back assignment by forgetting it, never starting it', async () => {
+    const { fake, log, stream } = await setup({ fake: { heartbeatIntervalMs: 60_000 } });
+    fake.renew = () => ({ kind: 'lost', reason: LeaseLostReason.EXPIRED });
+    stream.assign({ jobId: 'expired-meanwhile', task: 'controlled', anchorSeq: 999n });
+    await waitFor('the extra heartbeat', () => stream.heartbeats().length === 1);
+    // The reply saying "lost" went out before the stream fails; the next Hello must not list the lease.
+    stream.fail();
+    const second = await waitFor('a second stream', () => (fake.streams[1]?.hello !== undefined ? fake.streams[1] : undefined));
+    expect(second.hello?.heldLeases).toEqual([]);
+    expect(log.find('started')).toBeUndefined();
+    expect(log.find('released')).toBeUndefined();
   });
 
   it('keeps a lease alive as long as renewals arrive, anchored at the heartbeat send time', async () => {
@@ -312,6 +352,8 @@ describe('agent session', () => {
     stream.drain(5_000);
     const second = await waitFor('a replacement stream', () => (fake.streams[1]?.hello !== undefined ? fake.streams[1] : undefined));
     expect(refs(second.hello?.heldLeases ?? [])).toEqual([{ jobId: 'move', generation: 4n }]);
+    // On a new TCP connection: only that lets a load balancer route it to another coordinator.
+    expect(second.peer).not.toBe(stream.peer);
     await waitFor('the agent to close the drained stream', () => stream.agentEnded);
     await waitFor('heartbeats on the new stream', () => second.heartbeats().length >= 1);
     expect(controlled.run('move').abortReason).toBeUndefined();
@@ -320,6 +362,29 @@ describe('agent session', () => {
     expect(second.outcomes().map((o) => o.jobId)).toEqual(['move']);
     expect(stream.outcomes()).toEqual([]);
     expect(log.find('lease-lost')).toBeUndefined();
+  });
+
+  // Chaos finding 3: the replacement stream reused the drained connection, landed on the
+  // draining coordinator again, and the two sides spun through ~1,900 streams in 3 s.
+  it('after Drain, backs off between refused replacement dials, each on a new connection', async () => {
+    const { fake, log, controlled, stream } = await setup();
+    stream.assign({ jobId: 'keep', task: 'controlled' });
+    await log.wait('started', (i) => i.jobId === 'keep');
+    fake.refuseNewStreams = true;
+    stream.drain(10_000);
+    await waitFor('three refused dials', () => fake.refused.length >= 3, { timeoutMs: 5_000 });
+    const [a, b, c] = fake.refused;
+    expect(new Set([a!.peer, b!.peer, c!.peer, stream.peer]).size).toBe(4);
+    // Backoff: at least half of 100 ms, then of 200 ms (equal jitter), not a busy loop.
+    expect(b!.at - a!.at).toBeGreaterThanOrEqual(45);
+    expect(c!.at - b!.at).toBeGreaterThanOrEqual(95);
+    // Meanwhile the drained stream keeps the lease alive, and a coordinator that accepts again is found.
+    fake.refuseNewStreams = false;
+    const next = await waitFor('an accepted replacement', () => fake.streams.find((s) => s !== stream && s.hello !== undefined), { timeoutMs: 5_000 });
+    expect(refs(next.hello?.heldLeases ?? [])).toEqual([{ jobId: 'keep', generation: 1n }]);
+    expect(log.find('lease-lost')).toBeUndefined();
+    controlled.finish('keep');
+    await log.wait('outcome-acked', (i) => i.jobId === 'keep');
   });
 
   it('drains: sends Draining, releases what it did not start, waits for running handlers, then closes', async () => {

@@ -27,8 +27,9 @@
  *   - open: a welcomed stream. Heartbeats every heartbeat_interval_ms list
  *     every held lease; outcomes are written and re-sent until acked.
  *   - draining: the COORDINATOR sent Drain: this stream keeps carrying
- *     heartbeats and outcomes while `next` dials a replacement (the Service
- *     routes it to another coordinator). When `next` is welcomed the old
+ *     heartbeats and outcomes while `next` dials a replacement on a new
+ *     channel (a new TCP connection, which a Service routes to another
+ *     coordinator; a draining coordinator refuses it with UNAVAILABLE). When `next` is welcomed the old
  *     stream is half-closed and `next` becomes open. Drain never stops work.
  *   - closed: terminal; nothing is written any more.
  *
@@ -46,7 +47,10 @@
  *     one being dialled) are read; anything but Welcome before Welcome is a
  *     protocol error that drops the stream.
  *   - Held leases never exceed `capacity`: extra assignments, assignments of
- *     unknown tasks and assignments too short to trust are released unstarted.
+ *     unknown tasks are released unstarted. Assignments whose anchor leaves too
+ *     little to trust are held back (`confirming`), listed in a heartbeat sent
+ *     at once, and offered only when its renewal answers; released if none
+ *     does within the lease.
  *   - A lost lease is reported to the handler thread (abort) and never to the
  *     coordinator.
  *
@@ -69,6 +73,7 @@ import {
   leaseId,
   type LeaseKey,
   type LeaseLossReason,
+  type LeaseOffer,
   type LeaseLossSource,
   type LogLevel,
   type SessionEvent,
@@ -139,15 +144,21 @@ type WorkMode =
 const OUTCOMES_PER_MESSAGE = 256;
 /** How long a half-closed stream may take to finish before it is cancelled. */
 const CLOSE_WAIT_MS = 1_000;
+/** A stream not welcomed within this time is dropped and dialled again (a hung coordinator). */
+const HANDSHAKE_TIMEOUT_MS = 5_000;
 
 export class AgentSession {
   private state: SessionState = { kind: 'closed', reason: 'not started' };
   private work: WorkMode = { kind: 'accepting' };
   private readonly keeper: LeaseKeeper;
-  private readonly client: AgentClient;
+  /** The channel the next stream is opened on; see `openLink`. */
+  private client: AgentClient | undefined;
+  private readonly credentials: grpc.ChannelCredentials;
   private readonly tasks: ReadonlySet<string>;
   private readonly now: () => number;
   private readonly random: () => number;
+  /** Offers of confirming leases, by lease id, handed to the handler thread once a renewal confirms them. */
+  private readonly unconfirmed = new Map<string, LeaseOffer>();
   /** Streams we half-closed after a coordinator Drain, until their status arrives. */
   private readonly retired = new Set<StreamLink>();
   private heartbeatTimer: NodeJS.Timeout | undefined;
@@ -165,7 +176,16 @@ export class AgentSession {
     this.random = deps.random ?? Math.random;
     this.tasks = new Set(config.tasks);
     this.keeper = new LeaseKeeper(config.trustMarginMs ?? defaultTrustMarginMs(0));
-    this.client = createGrpcClient(AgentService, config.coordinator, deps.credentials ?? grpc.credentials.createInsecure(), {
+    this.credentials = deps.credentials ?? grpc.credentials.createInsecure();
+  }
+
+  /**
+   * A channel of its own (its own TCP connection): grpc-js otherwise shares one
+   * connection among every client with the same target and options.
+   */
+  private newClient(): AgentClient {
+    return createGrpcClient(AgentService, this.config.coordinator, this.credentials, {
+      'grpc.use_local_subchannel_pool': 1,
       // Let the channel retry as eagerly as the session does (grpc-js waits up to 120 s by default).
       'grpc.initial_reconnect_backoff_ms': RECONNECT_BACKOFF.initialMs,
       'grpc.max_reconnect_backoff_ms': RECONNECT_BACKOFF.maxMs,
@@ -210,6 +230,7 @@ export class AgentSession {
       case 'drain':
         if (this.work.kind !== 'accepting') return;
         this.work = { kind: 'finishing' };
+        for (const lease of this.keeper.dropUnconfirmed()) this.releaseUnconfirmed(lease, 'agent is draining');
         this.log('info', { held: this.keeper.size }, 'draining: no new work');
         this.activeLink()?.write({ kind: { case: 'draining', value: {} } });
         return;
@@ -245,8 +266,20 @@ export class AgentSession {
     }
   }
 
-  /** Opens a Connect call and writes Hello, listing every held lease. */
+  /**
+   * Opens a Connect call and writes Hello, listing every held lease.
+   *
+   * Every dial after the first opens a new channel, so a new TCP connection:
+   * the old connection may lead to a coordinator that is draining or refusing
+   * us, and behind a load balancer (a Kubernetes Service is L4) only a new
+   * connection can reach another coordinator. Reusing it turned a coordinator
+   * Drain into a busy loop of redials landing on the same coordinator (chaos
+   * finding 3). Old channels are closed once no stream uses them.
+   */
   private openLink(): StreamLink {
+    const previous = this.client;
+    this.client = this.newClient();
+    if (previous !== undefined) this.closeIfUnused(previous);
     const link = StreamLink.open(
       this.client,
       {
@@ -268,11 +301,35 @@ export class AgentSession {
       },
     );
     this.log('debug', { stream: link.serial, held: this.keeper.size }, 'hello sent');
+    setTimeout(() => {
+      if (this.isDialling(link)) this.failLink(link, `no Welcome within ${HANDSHAKE_TIMEOUT_MS} ms`);
+    }, HANDSHAKE_TIMEOUT_MS).unref();
     return link;
   }
 
   private onLinkEnded(link: StreamLink, reason: string): void {
     this.retired.delete(link);
+    this.handleLinkEnded(link, reason);
+    this.closeIfUnused(link.client);
+  }
+
+  /** Every stream the session may still read from or write to. */
+  private liveLinks(): StreamLink[] {
+    const state = this.state;
+    const links = [...this.retired];
+    if (state.kind === 'open' || state.kind === 'draining') links.push(state.link);
+    const dial = state.kind === 'connecting' ? state.dial : state.kind === 'draining' ? state.next : undefined;
+    if (dial?.kind === 'handshake') links.push(dial.link);
+    return links;
+  }
+
+  private closeIfUnused(client: AgentClient): void {
+    if (client === this.client && this.state.kind !== 'closed') return;
+    if (this.liveLinks().some((l) => l.client === client && !l.ended)) return;
+    client.close();
+  }
+
+  private handleLinkEnded(link: StreamLink, reason: string): void {
     const state = this.state;
     switch (state.kind) {
       case 'open':
@@ -401,6 +458,7 @@ export class AgentSession {
   private onAssignments(link: StreamLink, assignments: readonly Assignment[]): void {
     const receivedAt = this.now();
     const released: { key: LeaseKey; reason: string }[] = [];
+    let confirm = false;
     for (const assignment of assignments) {
       const key = leaseKeyOf(assignment);
       if (this.keeper.get(key) !== undefined) continue; // a duplicate: already running it
@@ -417,16 +475,32 @@ export class AgentSession {
       // Anchor the lease at the send time of the heartbeat the coordinator had seen
       // before it claimed (never later than receipt): a slow delivery shortens the
       // trust window instead of stretching it past the lease.
-      const anchoredAt = Math.min(receivedAt, link.sendTimeOf(assignment.anchorSeq) ?? receivedAt);
-      const remainingMs = assignment.leaseRemainingMs - (receivedAt - anchoredAt);
-      const refusal = this.refusal(assignment, remainingMs);
+      const refusal = this.refusal(assignment);
       if (refusal !== undefined) {
         released.push({ key, reason: refusal });
+        continue;
+      }
+      const sentAt = link.sendTimeOf(assignment.anchorSeq);
+      const anchoredAt = Math.min(receivedAt, sentAt ?? receivedAt);
+      const remainingMs = assignment.leaseRemainingMs - (receivedAt - anchoredAt);
+      if (sentAt === undefined || remainingMs <= this.keeper.margin) {
+        // The anchor is too old (the claim was held up, e.g. in a paused database)
+        // or unknown. The lease itself may be fresh: confirm it with a heartbeat
+        // instead of releasing it, and start it only when the renewal answers.
+        if (assignment.leaseRemainingMs <= this.keeper.margin) {
+          released.push({ key, reason: `lease too short to trust (${assignment.leaseRemainingMs} ms, margin ${this.keeper.margin} ms)` });
+          continue;
+        }
+        this.keeper.holdUnconfirmed(key, assignment.task, receivedAt, receivedAt + assignment.leaseRemainingMs);
+        this.unconfirmed.set(leaseId(key), offerOf(assignment));
+        this.log('debug', { lease: leaseId(key), anchorSeq: String(assignment.anchorSeq), leftMs: Math.round(remainingMs) }, 'assignment held until a renewal confirms it');
+        confirm = true;
         continue;
       }
       this.keeper.hold(key, assignment.task, assignment.leaseRemainingMs, anchoredAt);
       this.host.post({ type: 'offer', lease: offerOf(assignment) });
     }
+    if (confirm) this.beat();
     if (released.length > 0) {
       link.write({ kind: { case: 'release', value: { leases: released.map((r) => leaseRefOf(r.key)) } } });
       for (const { key, reason } of released) {
@@ -438,13 +512,10 @@ export class AgentSession {
   }
 
   /** Why an assignment cannot be taken, or undefined if it can. */
-  private refusal(assignment: Assignment, remainingMs: number): string | undefined {
+  private refusal(assignment: Assignment): string | undefined {
     if (this.work.kind !== 'accepting') return 'agent is draining';
     if (!this.tasks.has(assignment.task)) return `task "${assignment.task}" is not served by this agent`;
     if (this.keeper.size >= this.config.capacity) return `over capacity (${this.config.capacity})`;
-    if (remainingMs <= this.keeper.margin) {
-      return `lease too short to trust (${Math.round(remainingMs)} ms left, margin ${this.keeper.margin} ms)`;
-    }
     return undefined;
   }
 
@@ -458,6 +529,7 @@ export class AgentSession {
       if (renewal === undefined) continue;
       const verdict = this.keeper.applyRenewal(leaseKeyOf(status), renewal, sentAt);
       if (verdict.kind === 'lost') this.lose(verdict.lease, verdict.reason, 'renew-reply');
+      if (verdict.kind === 'confirmed') this.offerConfirmed(verdict.lease);
     }
     link.answered(reply.seq);
     this.afterLeaseChange();
@@ -473,8 +545,31 @@ export class AgentSession {
   // ---------------------------------------------------------------------------
   // Leases
 
+  /** A renewal confirmed a held-back assignment: hand it to the handler thread. */
+  private offerConfirmed(lease: HeldLease): void {
+    const offer = this.unconfirmed.get(lease.id);
+    this.unconfirmed.delete(lease.id);
+    if (offer === undefined) return;
+    this.log('debug', { lease: lease.id }, 'assignment confirmed by a renewal');
+    this.host.post({ type: 'offer', lease: offer });
+  }
+
+  /** Gives back a confirming lease (never offered, so the handler thread knows nothing of it). */
+  private releaseUnconfirmed(lease: HeldLease, reason: string): void {
+    this.unconfirmed.delete(lease.id);
+    this.activeLink()?.write({ kind: { case: 'release', value: { leases: [leaseRefOf(lease.key)] } } });
+    this.log('warn', { lease: lease.id, reason }, 'assignment released unstarted');
+    this.emit({ name: 'released', jobId: lease.key.jobId, generation: lease.key.generation, reason });
+  }
+
   /** Tells the handler thread a lease is gone (it aborts the handler, reports nothing). */
   private lose(lease: HeldLease, reason: LeaseLossReason, source: LeaseLossSource): void {
+    if (lease.phase.kind === 'confirming') {
+      // Never offered: there is no handler to stop.
+      this.unconfirmed.delete(lease.id);
+      this.log('info', { lease: lease.id, reason, source }, 'unconfirmed assignment lost before it started');
+      return;
+    }
     this.log('warn', { lease: lease.id, task: lease.task, phase: lease.phase.kind, reason, source }, 'lease lost');
     this.host.post({ type: 'lost', lease: lease.key, reason, source });
   }
@@ -517,6 +612,7 @@ export class AgentSession {
     });
     for (const lease of fenced) this.lose(lease, 'trust-window', 'trust-window');
     if (fenced.length > 0) this.flushOutcomes(this.activeLink());
+    for (const lease of this.keeper.expireUnconfirmed(now)) this.releaseUnconfirmed(lease, 'no renewal confirmed it within its lease');
     this.afterLeaseChange();
   }
 
@@ -619,7 +715,8 @@ export class AgentSession {
       ]);
       if (!waited) for (const link of links) link.cancel();
     }
-    this.client.close();
+    for (const link of links) link.client.close();
+    this.client?.close();
   }
 
   private isWelcomedLink(state: SessionState, link: StreamLink): boolean {

@@ -30,6 +30,7 @@ export class StreamLink {
   /** Resolves when the call's final status has arrived. */
   readonly settled: Promise<void>;
   private open = true;
+  private statusArrived = false;
   private nextSeq = 1n;
   /** Send time of each unanswered heartbeat; written by `heartbeat`, pruned by `answered`. */
   private readonly sentAt = new Map<bigint, number>();
@@ -37,6 +38,8 @@ export class StreamLink {
   private constructor(
     /** The how-manieth stream of the session, for logs. */
     readonly serial: number,
+    /** The channel the call runs on (the session closes it when no call uses it). */
+    readonly client: AgentClient,
     private readonly call: ConnectCall,
     private readonly handlers: StreamLinkHandlers,
     now: number,
@@ -46,6 +49,7 @@ export class StreamLink {
     this.settled = new Promise<void>((resolve) => {
       call.on('status', (status: grpc.StatusObject) => {
         this.open = false;
+        this.statusArrived = true;
         resolve();
         handlers.onEnded(this, `${grpc.status[status.code] ?? status.code}: ${status.details}`);
       });
@@ -64,7 +68,12 @@ export class StreamLink {
   ): StreamLink {
     const metadata = new grpc.Metadata();
     if (options.token !== undefined) metadata.set('authorization', `Bearer ${options.token}`);
-    return new StreamLink(options.serial, client.connect(metadata), handlers, options.now, options.hello);
+    return new StreamLink(options.serial, client, client.connect(metadata), handlers, options.now, options.hello);
+  }
+
+  /** True once the call's final status has arrived: nothing more will come from it. */
+  get ended(): boolean {
+    return this.statusArrived;
   }
 
   /** False once we ended or cancelled the call, or its status arrived. */

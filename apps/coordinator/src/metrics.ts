@@ -10,6 +10,7 @@ export interface Metrics {
   registry: Registry;
   claims: Counter;
   dispatchLag: Histogram;
+  renewLatency: Histogram;
   renewals: Counter;
   lostLeases: Counter;
   staleReports: Counter;
@@ -38,6 +39,12 @@ export function createMetrics(countDueNextMinute: () => Promise<number>): Metric
       name: 'kairos_dispatch_lag_seconds',
       help: 'Claim time minus due time, per claimed job',
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers: [registry],
+    }),
+    renewLatency: new Histogram({
+      name: 'kairos_heartbeat_renew_seconds',
+      help: 'Heartbeat received to its renewal committed (RenewReply ready), per heartbeat; agents self-fence when this nears the trust margin',
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers: [registry],
     }),
     renewals: new Counter({ name: 'kairos_lease_renewals_total', help: 'Leases renewed', registers: [registry] }),

@@ -78,16 +78,21 @@ export class FakeStream {
   agentEnded = false;
   /** The call is over (either side). */
   finished = false;
+  /** The agent's address and port: another value means another TCP connection. */
+  readonly peer: string;
 
   constructor(
     readonly index: number,
     private readonly call: ServerCall,
     private readonly fake: FakeCoordinator,
-  ) {}
+  ) {
+    this.peer = call.getPeer();
+  }
 
   get metadata(): grpc.Metadata {
     return this.call.metadata;
   }
+
 
   send(message: CoordinatorMessageInit): void {
     if (this.finished) return;
@@ -230,6 +235,10 @@ export class FakeCoordinator {
   autoWelcome = true;
   /** Answer heartbeats at all. */
   replyToHeartbeats = true;
+  /** End every new Connect call at once with UNAVAILABLE (as a coordinator that is shutting down does). */
+  refuseNewStreams = false;
+  /** Peers and times of the calls refused that way. */
+  readonly refused: { peer: string; at: number }[] = [];
   /** Per-lease renew answer. Default: held for a full lease. */
   renew: (lease: LeaseRef, stream: FakeStream) => RenewDecision;
   /** Per-outcome ack. Default: RECORDED. */
@@ -304,6 +313,12 @@ export class FakeCoordinator {
   }
 
   private accept(call: ServerCall): void {
+    if (this.refuseNewStreams) {
+      this.refused.push({ peer: call.getPeer(), at: performance.now() });
+      // emit('error'), not destroy(): grpc-js sends the status only when the stream ends normally.
+      call.emit('error', Object.assign(new Error('shutting down'), { code: grpc.status.UNAVAILABLE, details: 'shutting down' }));
+      return;
+    }
     const stream = new FakeStream(this.streams.length, call, this);
     this.streams.push(stream);
     call.on('data', (message: AgentMessage) => stream.onMessage(message));

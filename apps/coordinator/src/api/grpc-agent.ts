@@ -28,7 +28,9 @@ export function connectHandler(deps: { dispatcher: Dispatcher; options: Coordina
     const fail = (code: status, details: string) => {
       logger.warn({ code, details }, 'closing agent stream');
       close();
-      call.destroy(Object.assign(new Error(details), { code, details }));
+      // emit('error') ends the call with this status; destroy() would drop the stream
+      // without ever sending one, and the agent would wait for it.
+      call.emit('error', Object.assign(new Error(details), { code, details }));
     };
     const close = () => {
       if (session.state.kind === 'closed') return;
@@ -55,9 +57,15 @@ export function connectHandler(deps: { dispatcher: Dispatcher; options: Coordina
         if (hello.capacity < 1 || hello.capacity > MAX_CAPACITY) {
           return fail(status.INVALID_ARGUMENT, `hello.capacity must be 1..${MAX_CAPACITY}`);
         }
+        if (deps.isShuttingDown()) {
+          // A new stream to a coordinator that is draining would only be told to
+          // move on again. Refusing it makes the agent back off and dial a new
+          // connection, which reaches another coordinator (chaos finding 3).
+          return fail(status.UNAVAILABLE, 'coordinator is shutting down: connect to another one');
+        }
         const agent = { agentId: hello.agentId, tasks, capacity: hello.capacity, version: hello.version };
         logger = logger.child({ agentId: agent.agentId });
-        session.state = deps.isShuttingDown() ? { kind: 'draining', agent, by: 'coordinator' } : { kind: 'active', agent };
+        session.state = { kind: 'active', agent };
         session.send({
           kind: {
             case: 'welcome',
@@ -83,9 +91,6 @@ export function connectHandler(deps: { dispatcher: Dispatcher; options: Coordina
             });
         } else {
           dispatcher.addSession(session);
-        }
-        if (session.state.kind === 'draining') {
-          session.send({ kind: { case: 'drain', value: { graceMs: options.shutdownGraceMs } } });
         }
         return;
       }

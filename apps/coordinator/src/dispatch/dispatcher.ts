@@ -197,6 +197,7 @@ export function createDispatcher(deps: {
       session.lastHeartbeatAt = new Date();
       const sentAtMs = performance.now();
       const results = await renewals.submit(leases);
+      metrics.renewLatency.observe((performance.now() - sentAtMs) / 1000);
       let lost = 0;
       const seenAtMs = performance.now();
       for (const result of results) {

@@ -175,7 +175,8 @@ describe('faults, end to end', () => {
       [ids],
     );
     expect(duplicates).toEqual([]);
-    const { rows: workers } = await db.pool.query(`SELECT DISTINCT worker_id FROM runs WHERE job_id = ANY($1::uuid[])`, [ids]);
+    // SKIPPED rows (occurrences a busy machine served late) have no worker.
+    const { rows: workers } = await db.pool.query(`SELECT DISTINCT worker_id FROM runs WHERE job_id = ANY($1::uuid[]) AND worker_id IS NOT NULL`, [ids]);
     // Both coordinators' agents took part.
     const names = workers.map((w) => w.worker_id);
     expect(names.some((n) => n.startsWith('a'))).toBe(true);

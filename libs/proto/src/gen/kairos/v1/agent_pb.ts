@@ -797,10 +797,12 @@ export const RevokeSchema: GenMessage<Revoke> = /*@__PURE__*/
  * Sent by the coordinator when it is shutting down (or otherwise wants this
  * stream gone). It sends no more Assignments on this stream but keeps
  * answering Heartbeats and Outcomes until it closes the stream after
- * grace_ms. The agent does NOT stop working: it opens a new stream (the
- * Service routes it to another coordinator), announces all its leases in
- * Hello there, moves heartbeats and outcomes over, and then closes this
- * stream. Leases live in the database, so they survive the move.
+ * grace_ms. The agent does NOT stop working: it opens a new stream on a new
+ * connection (the Service routes it to another coordinator), announces all
+ * its leases in Hello there, moves heartbeats and outcomes over, and then
+ * closes this stream. Leases live in the database, so they survive the move.
+ * A coordinator that is shutting down ends every new Connect call with
+ * UNAVAILABLE; the agent backs off and dials a new connection again.
  *
  * @generated from message kairos.v1.Drain
  */
