@@ -144,6 +144,14 @@ async function guard<T>(context: string, run: () => Promise<T>): Promise<T> {
 }
 
 const NOW = (param: number) => `coalesce($${param}::timestamptz, now())`;
+/**
+ * The wall clock when the expression is evaluated, not when the transaction
+ * began: used for a claimed run's `started_at`, read after the row lock, so it
+ * can never precede the `finished_at` of the run that freed the job (with
+ * `now()` it could, by a millisecond: chaos finding 5). Never in a WHERE
+ * clause: it is volatile, so no index could serve it.
+ */
+const CLOCK = (param: number) => `coalesce($${param}::timestamptz, clock_timestamp())`;
 
 /**
  * Row locks for a batch of leases, taken in job-id order. Every statement that
@@ -196,7 +204,7 @@ WITH due AS (
             j.lease_until, j.timeout_ms, j.occurrence_at, j.next_run_at
 ), inserted AS (
   INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, outcome)
-  SELECT id, attempt, lease_generation, occurrence_at, $4, ${NOW(1)}, 'RUNNING' FROM claimed
+  SELECT id, attempt, lease_generation, occurrence_at, $4, ${CLOCK(1)}, 'RUNNING' FROM claimed
   RETURNING id, job_id
 )
 SELECT c.*, i.id AS run_id, ${NOW(1)} AS claimed_at
