@@ -90,4 +90,38 @@ describe('LeaseKeeper', () => {
     expect(keeper.acknowledge(A)).toBeUndefined(); // not finished: an ack cannot drop it
     expect(keeper.otherGeneration({ jobId: 'a', generation: 2n })?.id).toBe('a@1');
   });
+
+  it('holds a confirming lease without fencing it, offers it on a renewal sent after receipt, releases it at its deadline', () => {
+    const keeper = new LeaseKeeper(200);
+    const fenced = { result: 'cancelled' as const, error: 'self-fenced', finishedAtMs: 0 };
+    keeper.holdUnconfirmed(A, 'sleep', 1_000, 1_600);
+    keeper.holdUnconfirmed(B, 'sleep', 1_000, 1_600);
+    expect(keeper.size).toBe(2);
+    expect(keeper.refs()).toEqual([A, B]);
+    expect(keeper.nextTrustDeadline()).toBe(1_600);
+    // Never fenced (there is no handler) and cannot start or finish.
+    expect(keeper.fenceExpired(5_000, fenced)).toEqual([]);
+    expect(keeper.markStarted(A, 1_100)).toBe(false);
+    expect(keeper.markFinished(A, done)).toBe(false);
+    // A reply to a heartbeat sent before the assignment arrived cannot confirm it.
+    expect(keeper.applyRenewal(A, { kind: 'held', remainingMs: 600 }, 900).kind).toBe('ignored');
+    const verdict = keeper.applyRenewal(A, { kind: 'held', remainingMs: 600 }, 1_050);
+    expect(verdict.kind).toBe('confirmed');
+    expect(keeper.get(A)).toMatchObject({ phase: { kind: 'offered' }, trustedUntil: 1_450, anchor: 1_050 });
+    // B got no renewal: at its deadline it is forgotten and handed back for release.
+    expect(keeper.expireUnconfirmed(1_599)).toEqual([]);
+    expect(keeper.expireUnconfirmed(1_600).map((l) => l.id)).toEqual(['b@4']);
+    expect(keeper.get(B)).toBeUndefined();
+    expect(keeper.dropUnconfirmed()).toEqual([]);
+  });
+
+  it('finds the other held generation of a job, and forgets it once dropped', () => {
+    const keeper = new LeaseKeeper(200);
+    keeper.hold(A, 'sleep', 600, 1_000);
+    expect(keeper.otherGeneration({ jobId: 'a', generation: 2n })?.id).toBe('a@1');
+    expect(keeper.otherGeneration(A)).toBeUndefined();
+    expect(keeper.otherGeneration(B)).toBeUndefined();
+    keeper.drop(A);
+    expect(keeper.otherGeneration({ jobId: 'a', generation: 2n })).toBeUndefined();
+  });
 });
