@@ -128,7 +128,10 @@ interface Run {
 }
 
 export interface ExecutorHooks {
-  /** The handler is about to be called (posted before the call, so a blocking handler cannot delay it). */
+  /**
+   * The handler is about to be called. Called before the handler, so what it posts is queued first; the
+   * batch leaves at the end of the turn (thread-batch.ts), after a handler that blocks the thread yields.
+   */
   onStarted(offer: LeaseOffer): void;
   /** The run's result was decided. */
   onDecided(offer: LeaseOffer, result: RunResult, durationMs: number): void;
