@@ -10,7 +10,7 @@ function offer(task: string, overrides: Partial<LeaseOffer> = {}): LeaseOffer {
     generation: 7n,
     runId: 'run-1',
     task,
-    payload: { n: 1 },
+    payloadJson: '{"n":1}',
     attempt: 2,
     maxAttempts: 5,
     timeoutMs: 0,
@@ -81,6 +81,23 @@ describe('Executor', () => {
       runId: 'run-1',
       scheduledFor: new Date(Date.UTC(2030, 0, 1)),
     });
+  });
+
+  it('fails a run whose payload text is not a JSON object, without calling the handler', async () => {
+    let called = false;
+    const { executor, decided } = setup({
+      probe: async () => {
+        called = true;
+      },
+    });
+    executor.start(offer('probe', { jobId: 'array', payloadJson: '[1]' }));
+    executor.start(offer('probe', { jobId: 'garbled', payloadJson: '{"n":' }));
+    await executor.whenIdle();
+    expect(called).toBe(false);
+    expect(decided).toEqual([
+      { jobId: 'array', result: { kind: 'failed', error: `the job's payload is not a JSON object: [1]` } },
+      { jobId: 'garbled', result: { kind: 'failed', error: expect.stringContaining('JSON') } },
+    ]);
   });
 
   it('reports a thrown error (also a synchronous throw) as failed', async () => {

@@ -188,7 +188,8 @@ export class Executor {
     let promise: Promise<unknown>;
     try {
       if (handler === undefined) throw new Error(`no handler registered for task "${offer.task}"`);
-      promise = Promise.resolve(handler(offer.payload, ctx));
+      // The payload crosses the wire and the thread boundary as text; this is its one parse.
+      promise = Promise.resolve(handler(parsePayloadJson(offer.payloadJson), ctx));
     } catch (error: unknown) {
       promise = Promise.reject(error);
     }
@@ -243,6 +244,15 @@ export class Executor {
       for (const resolve of waiters) resolve();
     }
   }
+}
+
+/** The payload object of an offer; a payload that is not a JSON object fails the run. */
+function parsePayloadJson(text: string): Record<string, unknown> {
+  const payload: unknown = JSON.parse(text);
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
+    throw new Error(`the job's payload is not a JSON object: ${text.slice(0, 100)}`);
+  }
+  return payload as Record<string, unknown>;
 }
 
 function abortKind(cause: AbortCause): TaskAbortedError['kind'] {

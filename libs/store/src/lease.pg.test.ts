@@ -30,7 +30,7 @@ describe('lease statements', () => {
 
   describe('claimDue', () => {
     it('claims due rows of the asked tasks up to the limit, oldest first, with run rows', async () => {
-      const early = await insertJob(db.pool, { task: 'a', nextRunAt: at(T0, -3000) });
+      const early = await insertJob(db.pool, { task: 'a', nextRunAt: at(T0, -3000), payload: { invoice: 7, tags: ['x'] } });
       const later = await insertJob(db.pool, { task: 'a', nextRunAt: at(T0, -1000) });
       await insertJob(db.pool, { task: 'a', nextRunAt: at(T0, -500) });
       const otherTask = await insertJob(db.pool, { task: 'b', nextRunAt: at(T0, -5000) });
@@ -41,6 +41,9 @@ describe('lease statements', () => {
       expect(claimed.map((c) => c.jobId)).toEqual([early, later]);
       expect(claimed[0]).toMatchObject({ attempt: 1, leaseGeneration: 1, leaseRemainingMs: LEASE_MS, task: 'a' });
       expect(claimed[0]!.leaseUntil.getTime()).toBe(T0.getTime() + LEASE_MS);
+      // The payload comes back as JSON text, to be forwarded without parsing.
+      expect(JSON.parse(claimed[0]!.payloadJson)).toEqual({ invoice: 7, tags: ['x'] });
+      expect(claimed[1]!.payloadJson).toBe('{}');
       const row = await job(early);
       expect(row).toMatchObject({ state: 'CLAIMED', lease_owner: 'w1', attempt: 1 });
       expect((await runsOf(early))[0]).toMatchObject({ outcome: 'RUNNING', worker_id: 'w1', attempt: 1 });

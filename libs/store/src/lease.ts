@@ -50,7 +50,11 @@ export interface ClaimedJob {
   runId: number;
   namespace: string;
   task: string;
-  payload: unknown;
+  /**
+   * The payload as JSON text (jsonb's output form, an object): the coordinator
+   * forwards it to the agent as text and never parses it.
+   */
+  payloadJson: string;
   attempt: number;
   maxAttempts: number;
   /** The fencing token. */
@@ -192,7 +196,7 @@ WITH due AS (
     attempt = j.attempt + 1,
     updated_at = ${NOW(1)}
   FROM due WHERE j.id = due.id
-  RETURNING j.id, j.namespace, j.task, j.payload, j.attempt, j.max_attempts, j.lease_generation,
+  RETURNING j.id, j.namespace, j.task, j.payload::text AS payload_json, j.attempt, j.max_attempts, j.lease_generation,
             j.lease_until, j.timeout_ms, j.occurrence_at, j.next_run_at
 ), inserted AS (
   INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, outcome)
@@ -218,7 +222,7 @@ async function claimDue(pool: Pool, request: ClaimRequest): Promise<ClaimedJob[]
     runId: Number(row.run_id),
     namespace: row.namespace,
     task: row.task,
-    payload: row.payload,
+    payloadJson: row.payload_json,
     attempt: row.attempt,
     maxAttempts: row.max_attempts,
     leaseGeneration: Number(row.lease_generation),

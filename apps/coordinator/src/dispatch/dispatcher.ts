@@ -310,7 +310,7 @@ function toAssignment(job: ClaimedJob, anchorSeq: bigint) {
     jobId: job.jobId,
     runId: String(job.runId),
     task: job.task,
-    payload: (job.payload ?? {}) as Record<string, never>,
+    payloadJson: job.payloadJson,
     attempt: job.attempt,
     maxAttempts: job.maxAttempts,
     leaseGeneration: BigInt(job.leaseGeneration),
