@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { classifyRun, errorText, Executor, type RunResult } from './executor';
-import { TaskAbortedError, type TaskHandler } from './sdk';
+import { TaskAbortedError, type TaskContext, type TaskHandler } from './sdk';
 import type { LeaseOffer } from './thread-messages';
 import { waitFor } from './test-support/wait-for';
 
@@ -139,6 +139,24 @@ describe('Executor', () => {
     release();
     await new Promise((resolve) => setImmediate(resolve));
     expect(decided).toHaveLength(1);
+  });
+
+  it('gives a handler that reads its signal only after an abort a signal that is already aborted', async () => {
+    let context: TaskContext | undefined;
+    const { executor, decided } = setup({
+      late: (_payload, ctx) => {
+        context = ctx; // the signal is not read yet
+        return new Promise<void>(() => {});
+      },
+    });
+    executor.start(offer('late'));
+    expect(executor.abort('job-late@7', { kind: 'closed' })).toBe(true);
+    expect(decided).toEqual([{ jobId: 'job-late', result: { kind: 'cancelled', error: 'cancelled: the agent was closed' } }]);
+    const signal = context!.signal;
+    expect(signal.aborted).toBe(true);
+    expect(signal.reason).toBeInstanceOf(TaskAbortedError);
+    expect((signal.reason as TaskAbortedError).kind).toBe('closed');
+    expect(context!.signal).toBe(signal); // one signal per run, however often it is read
   });
 
   it('classifies a handler that blocked the thread past its timeout as timed out', async () => {
