@@ -61,7 +61,6 @@ CREATE TABLE runs (
   error text,
   CONSTRAINT runs_finished_unless_running CHECK (((outcome = 'RUNNING'::kairos_run_outcome) = (finished_at IS NULL))),
   CONSTRAINT runs_generation_matches_outcome CHECK (((lease_generation IS NULL) = (outcome = 'SKIPPED'::kairos_run_outcome))),
-  CONSTRAINT runs_job_id_fkey FOREIGN KEY (job_id) REFERENCES jobs(id) ON DELETE CASCADE,
   CONSTRAINT runs_pkey PRIMARY KEY (id)
 ) WITH (fillfactor=70);
 

@@ -36,7 +36,7 @@ class ScriptedChannel implements SessionChannel {
         generation: 1n,
         runId: `run-${jobId}`,
         task: 'controlled',
-        payload: {},
+        payloadJson: '{}',
         attempt: 1,
         maxAttempts: 3,
         timeoutMs: 0,

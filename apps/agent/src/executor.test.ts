@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { classifyRun, errorText, Executor, type RunResult } from './executor';
-import { TaskAbortedError, type TaskHandler } from './sdk';
+import { TaskAbortedError, type TaskContext, type TaskHandler } from './sdk';
 import type { LeaseOffer } from './thread-messages';
 import { waitFor } from './test-support/wait-for';
 
@@ -10,7 +10,7 @@ function offer(task: string, overrides: Partial<LeaseOffer> = {}): LeaseOffer {
     generation: 7n,
     runId: 'run-1',
     task,
-    payload: { n: 1 },
+    payloadJson: '{"n":1}',
     attempt: 2,
     maxAttempts: 5,
     timeoutMs: 0,
@@ -83,6 +83,23 @@ describe('Executor', () => {
     });
   });
 
+  it('fails a run whose payload text is not a JSON object, without calling the handler', async () => {
+    let called = false;
+    const { executor, decided } = setup({
+      probe: async () => {
+        called = true;
+      },
+    });
+    executor.start(offer('probe', { jobId: 'array', payloadJson: '[1]' }));
+    executor.start(offer('probe', { jobId: 'garbled', payloadJson: '{"n":' }));
+    await executor.whenIdle();
+    expect(called).toBe(false);
+    expect(decided).toEqual([
+      { jobId: 'array', result: { kind: 'failed', error: `the job's payload is not a JSON object: [1]` } },
+      { jobId: 'garbled', result: { kind: 'failed', error: expect.stringContaining('JSON') } },
+    ]);
+  });
+
   it('reports a thrown error (also a synchronous throw) as failed', async () => {
     const { executor, decided } = setup({
       async: async () => {
@@ -122,6 +139,24 @@ describe('Executor', () => {
     release();
     await new Promise((resolve) => setImmediate(resolve));
     expect(decided).toHaveLength(1);
+  });
+
+  it('gives a handler that reads its signal only after an abort a signal that is already aborted', async () => {
+    let context: TaskContext | undefined;
+    const { executor, decided } = setup({
+      late: (_payload, ctx) => {
+        context = ctx; // the signal is not read yet
+        return new Promise<void>(() => {});
+      },
+    });
+    executor.start(offer('late'));
+    expect(executor.abort('job-late@7', { kind: 'closed' })).toBe(true);
+    expect(decided).toEqual([{ jobId: 'job-late', result: { kind: 'cancelled', error: 'cancelled: the agent was closed' } }]);
+    const signal = context!.signal;
+    expect(signal.aborted).toBe(true);
+    expect(signal.reason).toBeInstanceOf(TaskAbortedError);
+    expect((signal.reason as TaskAbortedError).kind).toBe('closed');
+    expect(context!.signal).toBe(signal); // one signal per run, however often it is read
   });
 
   it('classifies a handler that blocked the thread past its timeout as timed out', async () => {

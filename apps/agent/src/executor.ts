@@ -122,13 +122,32 @@ function assertNever(value: never): never {
 interface Run {
   readonly offer: LeaseOffer;
   readonly id: string;
-  readonly controller: AbortController;
+  /**
+   * Made on the handler's first read of `ctx.signal`: most handlers never read
+   * it, and an AbortController per run showed in agent profiles at thousands
+   * of runs a second. Until then an abort only records its reason, and the
+   * signal is born aborted with it.
+   */
+  controller: AbortController | undefined;
+  abortReason: TaskAbortedError | undefined;
   readonly startedAt: number;
   readonly timer: NodeJS.Timeout | undefined;
 }
 
+/** The run's signal, made on first use (see Run.controller). */
+function signalOf(run: Run): AbortSignal {
+  if (run.controller === undefined) {
+    run.controller = new AbortController();
+    if (run.abortReason !== undefined) run.controller.abort(run.abortReason);
+  }
+  return run.controller.signal;
+}
+
 export interface ExecutorHooks {
-  /** The handler is about to be called (posted before the call, so a blocking handler cannot delay it). */
+  /**
+   * The handler is about to be called. Called before the handler, so what it posts is queued first; the
+   * batch leaves at the end of the turn (thread-batch.ts), after a handler that blocks the thread yields.
+   */
   onStarted(offer: LeaseOffer): void;
   /** The run's result was decided. */
   onDecided(offer: LeaseOffer, result: RunResult, durationMs: number): void;
@@ -159,17 +178,18 @@ export class Executor {
   start(offer: LeaseOffer): void {
     const id = leaseId(offer);
     if (this.runs.has(id)) return;
-    const controller = new AbortController();
     const timer =
       offer.timeoutMs > 0 ? setTimeout(() => this.abort(id, { kind: 'timeout', timeoutMs: offer.timeoutMs }), offer.timeoutMs) : undefined;
-    const run: Run = { offer, id, controller, startedAt: performance.now(), timer };
+    const run: Run = { offer, id, controller: undefined, abortReason: undefined, startedAt: performance.now(), timer };
     this.runs.set(id, run);
     // The per-run child logger is made on first use: most handlers never log, and
     // making one per run is measurable at thousands of runs a second.
     let logger: TaskContext['logger'];
     const parentLogger = this.options.logger;
     const ctx: TaskContext = {
-      signal: controller.signal,
+      get signal() {
+        return signalOf(run);
+      },
       attempt: offer.attempt,
       maxAttempts: offer.maxAttempts,
       fencingToken: offer.generation,
@@ -185,7 +205,8 @@ export class Executor {
     let promise: Promise<unknown>;
     try {
       if (handler === undefined) throw new Error(`no handler registered for task "${offer.task}"`);
-      promise = Promise.resolve(handler(offer.payload, ctx));
+      // The payload crosses the wire and the thread boundary as text; this is its one parse.
+      promise = Promise.resolve(handler(parsePayloadJson(offer.payloadJson), ctx));
     } catch (error: unknown) {
       promise = Promise.reject(error);
     }
@@ -200,7 +221,9 @@ export class Executor {
     const run = this.runs.get(id);
     if (run === undefined) return false;
     this.decide(run, classifyRun({ kind: 'aborted', cause }));
-    run.controller.abort(new TaskAbortedError(abortKind(cause), abortMessage(cause)));
+    const reason = new TaskAbortedError(abortKind(cause), abortMessage(cause));
+    if (run.controller === undefined) run.abortReason = reason;
+    else run.controller.abort(reason);
     return true;
   }
 
@@ -240,6 +263,15 @@ export class Executor {
       for (const resolve of waiters) resolve();
     }
   }
+}
+
+/** The payload object of an offer; a payload that is not a JSON object fails the run. */
+function parsePayloadJson(text: string): Record<string, unknown> {
+  const payload: unknown = JSON.parse(text);
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
+    throw new Error(`the job's payload is not a JSON object: ${text.slice(0, 100)}`);
+  }
+  return payload as Record<string, unknown>;
 }
 
 function abortKind(cause: AbortCause): TaskAbortedError['kind'] {

@@ -5,18 +5,22 @@
  * without a build step.
  */
 import { AgentSession, type SessionConfig, type SessionDeps } from './session';
+import { batchingPoster, unbatching } from './thread-batch';
 import type { ToExecutor, ToSession } from './thread-messages';
 
-/** The part of `MessagePort` / `parentPort` the session needs. */
+/**
+ * The part of `MessagePort` / `parentPort` the session needs. Messages cross
+ * in batches (thread-batch.ts): arrays, in posting order.
+ */
 export interface SessionPort {
-  postMessage(message: ToExecutor): void;
-  on(event: 'message', listener: (message: ToSession) => void): unknown;
+  postMessage(batch: readonly ToExecutor[]): void;
+  on(event: 'message', listener: (batch: readonly ToSession[]) => void): unknown;
 }
 
-/** Starts a session that receives ToSession messages from `port` and posts ToExecutor messages to it. */
+/** Starts a session that receives ToSession batches from `port` and posts ToExecutor batches to it. */
 export function serveSession(port: SessionPort, config: SessionConfig, deps: SessionDeps = {}): AgentSession {
-  const session = new AgentSession(config, { post: (message) => port.postMessage(message) }, deps);
-  port.on('message', (message) => session.handle(message));
+  const session = new AgentSession(config, { post: batchingPoster<ToExecutor>((batch) => port.postMessage(batch)) }, deps);
+  port.on('message', unbatching<ToSession>((message) => session.handle(message)));
   session.start();
   return session;
 }

@@ -1,14 +1,16 @@
 /**
  * Main-thread side of the session: starts the session in a worker thread (the
  * production path) or, for tests, in this thread behind a MessageChannel. Both
- * speak the same messages (thread-messages.ts), so everything above this file
- * is identical in the two modes.
+ * speak the same messages (thread-messages.ts), batched per event-loop turn
+ * (thread-batch.ts), so everything above this file is identical in the two
+ * modes and sees single messages.
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import type { SessionConfig, SessionDeps } from './session';
 import { serveSession } from './session-port';
+import { batchingPoster, unbatching } from './thread-batch';
 import type { ToExecutor, ToSession } from './thread-messages';
 
 export interface SessionChannel {
@@ -44,11 +46,11 @@ export function startSessionWorker(config: SessionConfig, listeners: SessionList
     failed = true;
     listeners.onFailure(error);
   };
-  worker.on('message', (message: ToExecutor) => listeners.onMessage(message));
+  worker.on('message', unbatching<ToExecutor>((message) => listeners.onMessage(message)));
   worker.on('error', (error: Error) => fail(new Error('the session thread crashed', { cause: error })));
   worker.on('exit', (code) => fail(new Error(`the session thread exited unexpectedly (code ${code})`)));
   return {
-    post: (message) => worker.postMessage(message),
+    post: batchingPoster<ToSession>((batch) => worker.postMessage(batch)),
     dispose: async () => {
       disposing = true;
       await worker.terminate();
@@ -60,9 +62,9 @@ export function startSessionWorker(config: SessionConfig, listeners: SessionList
 export function startSessionInline(config: SessionConfig, listeners: SessionListeners, deps: SessionDeps = {}): SessionChannel {
   const { port1, port2 } = new MessageChannel();
   const session = serveSession(port1, config, deps);
-  port2.on('message', (message: ToExecutor) => listeners.onMessage(message));
+  port2.on('message', unbatching<ToExecutor>((message) => listeners.onMessage(message)));
   return {
-    post: (message) => port2.postMessage(message),
+    post: batchingPoster<ToSession>((batch) => port2.postMessage(batch)),
     dispose: async () => {
       session.handle({ type: 'close' });
       port1.close();

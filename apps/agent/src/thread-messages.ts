@@ -24,7 +24,8 @@ export interface LeaseKey {
 export interface LeaseOffer extends LeaseKey {
   readonly runId: string;
   readonly task: string;
-  readonly payload: Record<string, unknown>;
+  /** The payload as JSON text (an object); parsed on the handler thread, once, for the handler. */
+  readonly payloadJson: string;
   readonly attempt: number;
   readonly maxAttempts: number;
   /** 0 = no timeout. */

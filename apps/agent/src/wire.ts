@@ -45,14 +45,14 @@ export function leaseRefOf(key: LeaseKey): { jobId: string; leaseGeneration: big
   return { jobId: key.jobId, leaseGeneration: key.generation };
 }
 
-/** An Assignment as the handler thread sees it. A missing payload is an empty object. */
+/** An Assignment as the handler thread sees it. A missing (empty) payload is an empty object. */
 export function offerOf(assignment: Assignment): LeaseOffer {
   return {
     jobId: assignment.jobId,
     generation: assignment.leaseGeneration,
     runId: assignment.runId,
     task: assignment.task,
-    payload: assignment.payload ?? {},
+    payloadJson: assignment.payloadJson === '' ? '{}' : assignment.payloadJson,
     attempt: assignment.attempt,
     maxAttempts: assignment.maxAttempts,
     timeoutMs: assignment.timeoutMs,

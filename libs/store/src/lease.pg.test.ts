@@ -30,7 +30,7 @@ describe('lease statements', () => {
 
   describe('claimDue', () => {
     it('claims due rows of the asked tasks up to the limit, oldest first, with run rows', async () => {
-      const early = await insertJob(db.pool, { task: 'a', nextRunAt: at(T0, -3000) });
+      const early = await insertJob(db.pool, { task: 'a', nextRunAt: at(T0, -3000), payload: { invoice: 7, tags: ['x'] } });
       const later = await insertJob(db.pool, { task: 'a', nextRunAt: at(T0, -1000) });
       await insertJob(db.pool, { task: 'a', nextRunAt: at(T0, -500) });
       const otherTask = await insertJob(db.pool, { task: 'b', nextRunAt: at(T0, -5000) });
@@ -40,7 +40,12 @@ describe('lease statements', () => {
 
       expect(claimed.map((c) => c.jobId)).toEqual([early, later]);
       expect(claimed[0]).toMatchObject({ attempt: 1, leaseGeneration: 1, leaseRemainingMs: LEASE_MS, task: 'a' });
-      expect(claimed[0]!.leaseUntil.getTime()).toBe(T0.getTime() + LEASE_MS);
+      expect(claimed[0]!.leaseUntilMs).toBe(T0.getTime() + LEASE_MS);
+      // Instants come back as whole epoch milliseconds.
+      expect(claimed[0]).toMatchObject({ dueAtMs: at(T0, -3000).getTime(), claimedAtMs: T0.getTime() });
+      // The payload comes back as JSON text, to be forwarded without parsing.
+      expect(JSON.parse(claimed[0]!.payloadJson)).toEqual({ invoice: 7, tags: ['x'] });
+      expect(claimed[1]!.payloadJson).toBe('{}');
       const row = await job(early);
       expect(row).toMatchObject({ state: 'CLAIMED', lease_owner: 'w1', attempt: 1 });
       expect((await runsOf(early))[0]).toMatchObject({ outcome: 'RUNNING', worker_id: 'w1', attempt: 1 });
@@ -172,7 +177,7 @@ describe('lease statements', () => {
       expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 1, next_run_at: at(T0, 1000), occurrence_at: occurrence });
 
       const [second] = await store.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: at(T0, 1000) });
-      expect(second).toMatchObject({ attempt: 2, leaseGeneration: 2, scheduledFor: occurrence });
+      expect(second).toMatchObject({ attempt: 2, leaseGeneration: 2, scheduledForMs: occurrence.getTime(), dueAtMs: at(T0, 1000).getTime() });
       await store.lease.complete([{ jobId: id, leaseGeneration: 2, outcome: 'TIMED_OUT', error: 'timeout' }], at(T0, 2000));
       expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 2, next_run_at: at(T0, 2000 + 2000) });
 
@@ -426,7 +431,7 @@ describe('lease statements', () => {
       const now = new Date('2030-01-01T09:30:00.000Z');
       expect(await store.lease.trigger('default', id, now)).toEqual({ kind: 'done', jobId: id });
       const [run] = await store.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now });
-      expect(run!.scheduledFor).toEqual(now);
+      expect(run!.scheduledForMs).toBe(now.getTime());
       await store.lease.complete([{ jobId: id, leaseGeneration: run!.leaseGeneration, outcome: 'SUCCEEDED' }], at(now, 1000));
       expect(await job(id)).toMatchObject({ state: 'DUE', next_run_at: nextOccurrence });
     });

@@ -50,20 +50,29 @@ export interface ClaimedJob {
   runId: number;
   namespace: string;
   task: string;
-  payload: unknown;
+  /**
+   * The payload as JSON text (jsonb's output form, an object): the coordinator
+   * forwards it to the agent as text and never parses it.
+   */
+  payloadJson: string;
   attempt: number;
   maxAttempts: number;
   /** The fencing token. */
   leaseGeneration: number;
-  leaseUntil: Date;
+  /**
+   * The claim's instants are epoch milliseconds (whole, database clock), not
+   * Dates: the coordinator only forwards them or subtracts them, and parsing
+   * four timestamptz texts per claimed row showed in its profiles.
+   */
+  leaseUntilMs: number;
   /** Lease length granted, measured by the database clock. */
   leaseRemainingMs: number;
   timeoutMs: number | null;
-  /** The schedule occurrence this run serves. */
-  scheduledFor: Date;
-  /** When it became claimable (the occurrence, or a retry time). */
-  dueAt: Date;
-  claimedAt: Date;
+  /** The schedule occurrence this run serves, epoch ms. */
+  scheduledForMs: number;
+  /** When it became claimable (the occurrence, or a retry time), epoch ms. */
+  dueAtMs: number;
+  claimedAtMs: number;
 }
 
 export type LeaseLostReason = 'stale-generation' | 'expired' | 'not-found';
@@ -154,6 +163,13 @@ const NOW = (param: number) => `coalesce($${param}::timestamptz, now())`;
 const CLOCK = (param: number) => `coalesce($${param}::timestamptz, clock_timestamp())`;
 
 /**
+ * A timestamptz as whole epoch milliseconds in a float8, which pg hands to JS
+ * as a number (no Date parsing); whole, so protobuf Timestamps built from it
+ * get integral nanos. Truncates like a JS Date of the same instant.
+ */
+const EPOCH_MS = (expression: string) => `floor(extract(epoch FROM ${expression}) * 1000)::float8`;
+
+/**
  * Row locks for a batch of leases, taken in job-id order. Every statement that
  * locks several jobs does so in id order (the locked path of `complete` too),
  * so two batches sharing leases (a heartbeat's renewal and an outcome flush)
@@ -179,13 +195,21 @@ function lockInIdOrder(idsParam: string, generationsParam: string, extraConditio
  * statement that changes the state, and SKIP LOCKED makes the loser move on to
  * the next row instead of waiting. Order inside a spike is therefore not strict.
  *
- * Planner note: the `due` CTE reads the partial index jobs_due_next_run_at_idx
- * from its head; the task filter is applied to the rows read.
+ * Planner note: the `due` CTE must read the partial index jobs_due_next_run_at_idx
+ * in order from its head and stop after LIMIT rows; the task and misfire
+ * filters are applied to the rows read. The upper bound is a scalar subquery
+ * (an InitPlan) on purpose: its value is unknown when the plan is made, so the
+ * planner assumes a third of the DUE rows qualify and always prefers the
+ * ordered index scan under LIMIT. With the bound visible, a spike that came due
+ * after the last ANALYZE is estimated at a handful of rows, and the planner
+ * picked a bitmap scan that reads and sorts EVERY due row (10,000 due among
+ * 1,000,000 future: 3-12 ms against 0.3-2 ms; claim-scale.pg.test.ts asserts
+ * the plan shape).
  */
 export const CLAIM_SQL = `
-WITH due AS (
+WITH due AS MATERIALIZED (
   SELECT id FROM jobs
-  WHERE state = 'DUE' AND next_run_at <= ${NOW(1)} AND task = ANY($2::text[])
+  WHERE state = 'DUE' AND next_run_at <= (SELECT ${NOW(1)}) AND task = ANY($2::text[])
     AND NOT (misfire_policy = 'skip' AND schedule IS NOT NULL
              AND next_run_at < ${NOW(1)} - make_interval(secs => $6::double precision / 1000))
   ORDER BY next_run_at
@@ -200,14 +224,19 @@ WITH due AS (
     attempt = j.attempt + 1,
     updated_at = ${NOW(1)}
   FROM due WHERE j.id = due.id
-  RETURNING j.id, j.namespace, j.task, j.payload, j.attempt, j.max_attempts, j.lease_generation,
+  RETURNING j.id, j.namespace, j.task, j.payload::text AS payload_json, j.attempt, j.max_attempts, j.lease_generation,
             j.lease_until, j.timeout_ms, j.occurrence_at, j.next_run_at
 ), inserted AS (
   INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, outcome)
   SELECT id, attempt, lease_generation, occurrence_at, $4, ${CLOCK(1)}, 'RUNNING' FROM claimed
   RETURNING id, job_id
 )
-SELECT c.*, i.id AS run_id, ${NOW(1)} AS claimed_at
+SELECT c.id, c.namespace, c.task, c.payload_json, c.attempt, c.max_attempts, c.lease_generation, c.timeout_ms,
+  i.id AS run_id,
+  ${EPOCH_MS('c.lease_until')} AS lease_until_ms,
+  ${EPOCH_MS('c.occurrence_at')} AS scheduled_for_ms,
+  ${EPOCH_MS('c.next_run_at')} AS due_at_ms,
+  ${EPOCH_MS(NOW(1))} AS claimed_at_ms
 FROM claimed c JOIN inserted i ON i.job_id = c.id
 ORDER BY c.next_run_at`;
 
@@ -226,16 +255,16 @@ async function claimDue(pool: Pool, request: ClaimRequest): Promise<ClaimedJob[]
     runId: Number(row.run_id),
     namespace: row.namespace,
     task: row.task,
-    payload: row.payload,
+    payloadJson: row.payload_json,
     attempt: row.attempt,
     maxAttempts: row.max_attempts,
     leaseGeneration: Number(row.lease_generation),
-    leaseUntil: row.lease_until,
+    leaseUntilMs: row.lease_until_ms,
     leaseRemainingMs: request.leaseMs,
     timeoutMs: row.timeout_ms,
-    scheduledFor: row.occurrence_at,
-    dueAt: row.next_run_at,
-    claimedAt: row.claimed_at,
+    scheduledForMs: row.scheduled_for_ms,
+    dueAtMs: row.due_at_ms,
+    claimedAtMs: row.claimed_at_ms,
   }));
 }
 
@@ -352,7 +381,8 @@ async function complete(
     if (isJobId(report.jobId) && !firstIndex.has(key)) firstIndex.set(key, index);
   });
   const firstReports = [...firstIndex.values()].map((index) => reports[index]!);
-  const settled = new Map<string, Settlement>();
+  // Only the state and next run time are reported back (CompleteResult).
+  const settled = new Map<string, Pick<Settlement, 'state' | 'nextRunAt'>>();
   // Fast path, one statement: successful one-off runs need no schedule arithmetic.
   const simple = firstReports.filter((report) => report.outcome === 'SUCCEEDED');
   if (simple.length > 0) {
@@ -362,14 +392,7 @@ async function complete(
       simple.map((r) => r.leaseGeneration),
     ]);
     for (const row of rows) {
-      settled.set(leaseKey(row.id, Number(row.lease_generation)), {
-        state: 'COMPLETED',
-        nextRunAt: null,
-        occurrenceAt: row.occurrence_at,
-        attempt: row.attempt,
-        skipped: [],
-        skippedCount: 0,
-      });
+      settled.set(leaseKey(row.id, Number(row.lease_generation)), { state: 'COMPLETED', nextRunAt: null });
     }
   }
   // Everything else (failures, recurring jobs, and reports the fast path did not match,
@@ -424,12 +447,12 @@ WITH locked AS (${lockInIdOrder('$2', '$3', 'AND j.schedule IS NULL')}), done AS
     updated_at = ${NOW(1)}
   FROM locked
   WHERE j.id = locked.id
-  RETURNING j.id, j.lease_generation, j.occurrence_at, j.attempt
+  RETURNING j.id, j.lease_generation
 ), closed AS (
   UPDATE runs r SET outcome = 'SUCCEEDED', finished_at = ${NOW(1)}, error = NULL
   FROM done WHERE r.job_id = done.id AND r.lease_generation = done.lease_generation AND r.outcome = 'RUNNING'
 )
-SELECT id, lease_generation, occurrence_at, attempt FROM done`;
+SELECT id, lease_generation FROM done`;
 
 /**
  * Leases whose lease_until has passed go back to DUE (or DEAD at the cap, or the

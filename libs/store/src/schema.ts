@@ -49,9 +49,8 @@ export const jobs = pgTable('jobs', {
 
 export const runs = pgTable('runs', {
   id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
-  jobId: uuid('job_id')
-    .notNull()
-    .references(() => jobs.id, { onDelete: 'cascade' }),
+  // No foreign key to jobs (migration 0003, docs/decisions/0008): lease.ts inserts runs only for jobs it holds locked.
+  jobId: uuid('job_id').notNull(),
   attempt: integer('attempt').notNull(),
   leaseGeneration: bigint('lease_generation', { mode: 'number' }),
   scheduledFor: tstz('scheduled_for').notNull(),

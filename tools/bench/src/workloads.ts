@@ -245,6 +245,8 @@ export async function runW1(ctx: BenchContext, config: SystemConfig, round: numb
       await sleep(25);
     }
     const pool = new Pool({ connectionString: url, max: 1 });
+    // A forced DROP DATABASE may end an idle connection before end() completes; without a listener that crashes the bench.
+    pool.on('error', () => undefined);
     let durableAt: number | null = null;
     let ourQueries = 0;
     try {
@@ -324,6 +326,8 @@ export async function runMillion(
     result.options = system.options;
     const sampler = rssSampler(() => [...(system.coordinatorPid ? [system.coordinatorPid] : []), ...system.workerPids()]);
     const pool = new Pool({ connectionString: url, max: 1 });
+    // A forced DROP DATABASE may end an idle connection before end() completes; without a listener that crashes the bench.
+    pool.on('error', () => undefined);
     try {
       await sleep(500);
       if (want.w5) {
@@ -479,6 +483,8 @@ export async function runW4(ctx: BenchContext, config: SystemConfig): Promise<{ 
   const db = dbName('w4', config, 0);
   const url = await createDatabase(cluster, db, templateName(config.system));
   const pool = new Pool({ connectionString: url, max: 1 });
+  // A forced DROP DATABASE may end an idle connection before end() completes; without a listener that crashes the bench.
+  pool.on('error', () => undefined);
   try {
     const runAt = async (slots: number, jobs: number): Promise<SeedCaseResult> => {
       const full = jobs === plan.jobs;

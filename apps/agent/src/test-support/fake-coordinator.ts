@@ -291,7 +291,7 @@ export class FakeCoordinator {
       jobId: spec.jobId,
       runId: `run-${spec.jobId}`,
       task: spec.task,
-      payload: spec.payload ?? {},
+      payloadJson: JSON.stringify(spec.payload ?? {}),
       attempt: spec.attempt ?? 1,
       maxAttempts: spec.maxAttempts ?? 3,
       leaseGeneration: spec.generation ?? 1n,

@@ -23,7 +23,7 @@
  *   is released at once (no attempt spent), not left to expire.
  */
 import { create } from '@bufbuild/protobuf';
-import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import type { Logger } from 'pino';
 import {
   AssignmentSchema,
@@ -143,7 +143,7 @@ export function createDispatcher(deps: {
     });
     if (claimed.length === 0) return;
     metrics.claims.inc(claimed.length);
-    for (const job of claimed) metrics.dispatchLag.observe(Math.max(0, job.claimedAt.getTime() - job.dueAt.getTime()) / 1000);
+    for (const job of claimed) metrics.dispatchLag.observe(Math.max(0, job.claimedAtMs - job.dueAtMs) / 1000);
     if (session.state.kind !== 'active') {
       // The agent went away (or started draining) while we claimed: give the jobs back.
       await store.lease.release(claimed.map(toLeaseRef), 'agent left before assignment');
@@ -311,13 +311,13 @@ function toAssignment(job: ClaimedJob, anchorSeq: bigint) {
     jobId: job.jobId,
     runId: String(job.runId),
     task: job.task,
-    payload: (job.payload ?? {}) as Record<string, never>,
+    payloadJson: job.payloadJson,
     attempt: job.attempt,
     maxAttempts: job.maxAttempts,
     leaseGeneration: BigInt(job.leaseGeneration),
     leaseRemainingMs: job.leaseRemainingMs,
     timeoutMs: job.timeoutMs ?? 0,
-    scheduledFor: timestampFromDate(job.scheduledFor),
+    scheduledFor: timestampFromMs(job.scheduledForMs),
     anchorSeq,
   });
 }
