@@ -1,4 +1,5 @@
 import { createTestDatabase, insertDueJobs, insertJob, at, type TestDatabase } from '@kairos/testing';
+import { CLAIM_SQL } from './lease';
 import type { Store } from './store';
 
 const T0 = new Date('2030-01-01T00:00:00.000Z');
@@ -106,6 +107,32 @@ describe('lease statements', () => {
       );
       const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
       expect(plan).toContain('jobs_due_next_run_at_idx');
+    });
+
+    // Chaos finding 5: started_at was now(), the transaction start, which can precede the
+    // snapshot that saw the job free (planning the claim takes a few hundred µs, time
+    // enough for a completion to commit). An explicit transaction widens that gap at will.
+    it("stamps started_at after the row lock, never before the finished_at of the run that freed the job", async () => {
+      const id = await insertJob(db.pool, { task: 'a', nextRunAt: new Date(Date.now() - 1_000) });
+      const [first] = await store.lease.claimDue({ owner: 'w1', tasks: ['a'], limit: 1, leaseMs: LEASE_MS });
+      const claimer = await db.pool.connect();
+      try {
+        await claimer.query('BEGIN');
+        await claimer.query('SELECT now()'); // fixes now() for the claim below
+        await store.lease.release([{ jobId: id, leaseGeneration: first!.leaseGeneration }], 'test');
+        const { rows: claimed } = await claimer.query(CLAIM_SQL, [null, ['a'], 1, 'w2', LEASE_MS, 60_000]);
+        expect(claimed).toHaveLength(1);
+        await claimer.query('COMMIT');
+      } finally {
+        claimer.release();
+      }
+      const { rows } = await db.pool.query(
+        `SELECT r2.started_at >= r1.finished_at AS ordered
+         FROM runs r1 JOIN runs r2 ON r2.job_id = r1.job_id AND r2.lease_generation = r1.lease_generation + 1
+         WHERE r1.job_id = $1`,
+        [id],
+      );
+      expect(rows).toEqual([{ ordered: true }]);
     });
   });
 
