@@ -214,6 +214,14 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // A crash (an 'error' event nobody listens to, say) skips the finally below:
+  // still stop the workers and PostgreSQL, so no server and data folder outlive the run.
+  const onCrash = (error: unknown) => {
+    log(`crashed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    void cleanup().finally(() => process.exit(1));
+  };
+  process.on('uncaughtException', onCrash);
+  process.on('unhandledRejection', onCrash);
 
   try {
     cluster = await startCluster({ extraSettings: args.pgss ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' } : {} });
