@@ -3,6 +3,7 @@ import { defaultTrustMarginMs, LeaseKeeper } from './lease-keeper';
 const A = { jobId: 'a', generation: 1n };
 const B = { jobId: 'b', generation: 4n };
 const done = { result: 'succeeded' as const, error: '', finishedAtMs: 0 };
+const offer = (key: typeof A) => ({ ...key, runId: '1', task: 'sleep', payloadJson: '{}', attempt: 1, maxAttempts: 3, timeoutMs: 0, scheduledForMs: null });
 
 describe('defaultTrustMarginMs', () => {
   it('is 10% of the lease, at least 200 ms', () => {
@@ -94,8 +95,8 @@ describe('LeaseKeeper', () => {
   it('holds a confirming lease without fencing it, offers it on a renewal sent after receipt, releases it at its deadline', () => {
     const keeper = new LeaseKeeper(200);
     const fenced = { result: 'cancelled' as const, error: 'self-fenced', finishedAtMs: 0 };
-    keeper.holdUnconfirmed(A, 'sleep', 1_000, 1_600);
-    keeper.holdUnconfirmed(B, 'sleep', 1_000, 1_600);
+    keeper.holdUnconfirmed(A, 'sleep', 1_000, 1_600, offer(A));
+    keeper.holdUnconfirmed(B, 'sleep', 1_000, 1_600, offer(B));
     expect(keeper.size).toBe(2);
     expect(keeper.refs()).toEqual([A, B]);
     expect(keeper.nextTrustDeadline()).toBe(1_600);
@@ -106,7 +107,7 @@ describe('LeaseKeeper', () => {
     // A reply to a heartbeat sent before the assignment arrived cannot confirm it.
     expect(keeper.applyRenewal(A, { kind: 'held', remainingMs: 600 }, 900).kind).toBe('ignored');
     const verdict = keeper.applyRenewal(A, { kind: 'held', remainingMs: 600 }, 1_050);
-    expect(verdict.kind).toBe('confirmed');
+    expect(verdict).toMatchObject({ kind: 'confirmed', offer: offer(A) });
     expect(keeper.get(A)).toMatchObject({ phase: { kind: 'offered' }, trustedUntil: 1_450, anchor: 1_050 });
     // B got no renewal: at its deadline it is forgotten and handed back for release.
     expect(keeper.expireUnconfirmed(1_599)).toEqual([]);

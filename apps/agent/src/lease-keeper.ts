@@ -62,7 +62,7 @@
  *     the network.
  *   - A status for a lease not held (acked meanwhile, or never ours): ignored.
  */
-import type { LeaseKey, LeaseLossReason, ReportableResult } from './thread-messages';
+import type { LeaseKey, LeaseLossReason, LeaseOffer, ReportableResult } from './thread-messages';
 import { leaseId } from './thread-messages';
 
 /**
@@ -83,7 +83,8 @@ export interface PendingOutcome {
 
 /** Where a held lease is in its life; see the diagram at the top of the file. */
 export type LeasePhase =
-  | { readonly kind: 'confirming' }
+  /** `offer` goes to the handler thread once a renewal confirms the lease. */
+  | { readonly kind: 'confirming'; readonly offer: LeaseOffer }
   | { readonly kind: 'offered' }
   | { readonly kind: 'running'; readonly startedAt: number }
   | {
@@ -116,7 +117,7 @@ export type RenewStatus =
 export type RenewVerdict =
   | { readonly kind: 'renewed'; readonly lease: HeldLease }
   /** A confirming lease got its first renewal: it may be offered now. */
-  | { readonly kind: 'confirmed'; readonly lease: HeldLease }
+  | { readonly kind: 'confirmed'; readonly lease: HeldLease; readonly offer: LeaseOffer }
   | { readonly kind: 'lost'; readonly lease: HeldLease; readonly reason: LeaseLossReason }
   /** Not held, or older than the renewal already applied. */
   | { readonly kind: 'ignored' };
@@ -166,8 +167,8 @@ export class LeaseKeeper {
    * renewal of a heartbeat sent after `receivedAt` confirms it. Released if
    * none has by `giveUpAt`.
    */
-  holdUnconfirmed(key: LeaseKey, task: string, receivedAt: number, giveUpAt: number): HeldLease {
-    return this.add(key, task, { kind: 'confirming' }, giveUpAt, receivedAt);
+  holdUnconfirmed(key: LeaseKey, task: string, receivedAt: number, giveUpAt: number, offer: LeaseOffer): HeldLease {
+    return this.add(key, task, { kind: 'confirming', offer }, giveUpAt, receivedAt);
   }
 
   private add(key: LeaseKey, task: string, phase: LeasePhase, trustedUntil: number, anchor: number): HeldLease {
@@ -236,8 +237,9 @@ export class LeaseKeeper {
     lease.anchor = sentAt;
     lease.trustedUntil = sentAt + status.remainingMs - this.marginMs;
     if (lease.phase.kind === 'confirming') {
+      const offer = lease.phase.offer;
       lease.phase = { kind: 'offered' };
-      return { kind: 'confirmed', lease };
+      return { kind: 'confirmed', lease, offer };
     }
     return { kind: 'renewed', lease };
   }

@@ -73,7 +73,6 @@ import {
   leaseId,
   type LeaseKey,
   type LeaseLossReason,
-  type LeaseOffer,
   type LeaseLossSource,
   type LogLevel,
   type SessionEvent,
@@ -157,8 +156,6 @@ export class AgentSession {
   private readonly tasks: ReadonlySet<string>;
   private readonly now: () => number;
   private readonly random: () => number;
-  /** Offers of confirming leases, by lease id, handed to the handler thread once a renewal confirms them. */
-  private readonly unconfirmed = new Map<string, LeaseOffer>();
   /** Streams we half-closed after a coordinator Drain, until their status arrives. */
   private readonly retired = new Set<StreamLink>();
   private heartbeatTimer: NodeJS.Timeout | undefined;
@@ -491,8 +488,7 @@ export class AgentSession {
           released.push({ key, reason: `lease too short to trust (${assignment.leaseRemainingMs} ms, margin ${this.keeper.margin} ms)` });
           continue;
         }
-        this.keeper.holdUnconfirmed(key, assignment.task, receivedAt, receivedAt + assignment.leaseRemainingMs);
-        this.unconfirmed.set(leaseId(key), offerOf(assignment));
+        this.keeper.holdUnconfirmed(key, assignment.task, receivedAt, receivedAt + assignment.leaseRemainingMs, offerOf(assignment));
         this.log('debug', { lease: leaseId(key), anchorSeq: String(assignment.anchorSeq), leftMs: Math.round(remainingMs) }, 'assignment held until a renewal confirms it');
         confirm = true;
         continue;
@@ -529,7 +525,10 @@ export class AgentSession {
       if (renewal === undefined) continue;
       const verdict = this.keeper.applyRenewal(leaseKeyOf(status), renewal, sentAt);
       if (verdict.kind === 'lost') this.lose(verdict.lease, verdict.reason, 'renew-reply');
-      if (verdict.kind === 'confirmed') this.offerConfirmed(verdict.lease);
+      if (verdict.kind === 'confirmed') {
+        this.log('debug', { lease: verdict.lease.id }, 'assignment confirmed by a renewal');
+        this.host.post({ type: 'offer', lease: verdict.offer });
+      }
     }
     link.answered(reply.seq);
     this.afterLeaseChange();
@@ -545,18 +544,8 @@ export class AgentSession {
   // ---------------------------------------------------------------------------
   // Leases
 
-  /** A renewal confirmed a held-back assignment: hand it to the handler thread. */
-  private offerConfirmed(lease: HeldLease): void {
-    const offer = this.unconfirmed.get(lease.id);
-    this.unconfirmed.delete(lease.id);
-    if (offer === undefined) return;
-    this.log('debug', { lease: lease.id }, 'assignment confirmed by a renewal');
-    this.host.post({ type: 'offer', lease: offer });
-  }
-
   /** Gives back a confirming lease (never offered, so the handler thread knows nothing of it). */
   private releaseUnconfirmed(lease: HeldLease, reason: string): void {
-    this.unconfirmed.delete(lease.id);
     this.activeLink()?.write({ kind: { case: 'release', value: { leases: [leaseRefOf(lease.key)] } } });
     this.log('warn', { lease: lease.id, reason }, 'assignment released unstarted');
     this.emit({ name: 'released', jobId: lease.key.jobId, generation: lease.key.generation, reason });
@@ -566,7 +555,6 @@ export class AgentSession {
   private lose(lease: HeldLease, reason: LeaseLossReason, source: LeaseLossSource): void {
     if (lease.phase.kind === 'confirming') {
       // Never offered: there is no handler to stop.
-      this.unconfirmed.delete(lease.id);
       this.log('info', { lease: lease.id, reason, source }, 'unconfirmed assignment lost before it started');
       return;
     }

@@ -83,6 +83,7 @@ export async function withClient<T>(url: string, work: (client: Client) => Promi
   try {
     return await work(client);
   } finally {
-    await client.end();
+    // The server may already have ended the connection (a forced DROP DATABASE).
+    await client.end().catch(() => undefined);
   }
 }

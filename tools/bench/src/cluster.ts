@@ -7,8 +7,9 @@
 import { mkdtemp, rm, chmod } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Client, Pool } from 'pg';
+import { Pool } from 'pg';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '@kairos/store';
+import { withClient } from '@kairos/testing';
 
 export interface BenchCluster {
   readonly adminUrl: string;
@@ -80,16 +81,7 @@ export async function dropDatabase(cluster: BenchCluster, name: string): Promise
   await cluster.admin.query(`DROP DATABASE IF EXISTS ${ident(name)} WITH (FORCE)`);
 }
 
-export async function withClient<T>(url: string, work: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: url });
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
+export { withClient };
 
 export async function vacuumAnalyze(url: string): Promise<void> {
   await withClient(url, (client) => client.query('VACUUM ANALYZE'));

@@ -186,3 +186,51 @@ export function cpuDelta(before: CpuSnapshot, after: CpuSnapshot) {
   };
 }
 export type CpuDelta = ReturnType<typeof cpuDelta>;
+
+/** Rejects with `message` if `promise` has not settled within `ms`. */
+export async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(message)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Forks `count` worker processes named `<label>-<role>-<i>` (with a CPU
+ * profile each when `profileDir` is set) and waits until every one reports
+ * ready. If one does not within 30 s, all are stopped and the error thrown.
+ */
+export async function startWorkers(options: {
+  count: number;
+  label: string;
+  role: string;
+  script: 'kairos-agent' | 'peer-worker';
+  env: (name: string) => Record<string, string>;
+  onMessage: (message: ChildMessage) => void;
+  profileDir: string | undefined;
+}): Promise<WorkerProcess[]> {
+  const workers = Array.from({ length: options.count }, (_, i) => {
+    const name = `${options.label}-${options.role}-${i}`;
+    return startWorker(
+      name,
+      options.script,
+      options.env(name),
+      options.onMessage,
+      options.profileDir ? { execArgv: ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}/${name}`] } : {},
+    );
+  });
+  try {
+    await Promise.all(workers.map((worker) => withTimeout(worker.ready, 30_000, `${worker.name} did not become ready`)));
+  } catch (error: unknown) {
+    await Promise.all(workers.map((worker) => worker.stop(2_000)));
+    throw error;
+  }
+  return workers;
+}

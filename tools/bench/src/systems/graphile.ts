@@ -6,10 +6,9 @@ import { Logger, makeWorkerUtils, run, runMigrations, type WorkerUtils } from 'g
 import { Pool, type PoolClient } from 'pg';
 import { TASK_NOOP } from '../common';
 import { withClient } from '../cluster';
-import { startWorker } from '../procs';
+import { startWorkers } from '../procs';
 import type { GraphileWorkerOptions } from '../peer-worker';
 import type { Driver, RunningSystem, StartOptions } from './types';
-import { withTimeout } from './kairos';
 
 const quietLogger = new Logger(() => (level, message) => {
   if (level === 'error') process.stderr.write(`graphile-worker: ${message}\n`);
@@ -126,23 +125,15 @@ export const graphileDriver: Driver = {
 
   async start(options: StartOptions): Promise<RunningSystem> {
     const peerOptions = graphileOptions(options);
-    const workers = Array.from({ length: options.processes }, (_, i) =>
-      startWorker(
-        `${options.label}-worker-${i}`,
-        'peer-worker',
-        { DATABASE_URL: options.url, BENCH_SYSTEM: 'graphile-worker', BENCH_PEER_OPTIONS: JSON.stringify(peerOptions) },
-        options.collector.onMessage,
-        options.profileDir
-          ? { execArgv: ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}/${options.label}-worker-${i}`] }
-          : {},
-      ),
-    );
-    try {
-      await Promise.all(workers.map((worker) => withTimeout(worker.ready, 30_000, `${worker.name} did not start`)));
-    } catch (error: unknown) {
-      await Promise.all(workers.map((worker) => worker.stop(2_000)));
-      throw error;
-    }
+    const workers = await startWorkers({
+      count: options.processes,
+      label: options.label,
+      role: 'worker',
+      script: 'peer-worker',
+      env: () => ({ DATABASE_URL: options.url, BENCH_SYSTEM: 'graphile-worker', BENCH_PEER_OPTIONS: JSON.stringify(peerOptions) }),
+      onMessage: options.collector.onMessage,
+      profileDir: options.profileDir,
+    });
     let utils: WorkerUtils | undefined;
     return {
       options: graphileDriver.describe(options),

@@ -11,7 +11,7 @@ import { leaseStatements } from '@kairos/store/dist/lease';
 import { spawn } from 'node:child_process';
 import { COORDINATOR_MAIN, startCoordinatorProcess } from '@kairos/testing';
 import { TASK_NOOP } from '../common';
-import { startWorker } from '../procs';
+import { startWorkers, type WorkerProcess } from '../procs';
 import { withClient } from '../cluster';
 import type { Driver, JobBatch, RunningSystem, StartOptions } from './types';
 
@@ -97,28 +97,25 @@ export const kairosDriver: Driver = {
           name: `${options.label}-coordinator`,
           env: COORDINATOR_ENV,
         });
-    const agents = Array.from({ length: options.processes }, (_, i) =>
-      startWorker(
-        `${options.label}-agent-${i}`,
-        'kairos-agent',
-        {
+    let agents: WorkerProcess[];
+    try {
+      agents = await startWorkers({
+        count: options.processes,
+        label: options.label,
+        role: 'agent',
+        script: 'kairos-agent',
+        env: (name) => ({
           KAIROS_COORDINATOR: coordinator.grpcAddress,
-          KAIROS_AGENT_ID: `${options.label}-agent-${i}`,
+          KAIROS_AGENT_ID: name,
           KAIROS_AGENT_TASKS: options.tasks.join(','),
           KAIROS_AGENT_CAPACITY: String(options.slotsPerProcess),
           KAIROS_DRAIN_GRACE_MS: '15000',
           ...(options.trace ? { BENCH_TRACE: '1' } : {}),
-        },
-        options.collector.onMessage,
-        options.profileDir
-          ? { execArgv: ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}/${options.label}-agent-${i}`] }
-          : {},
-      ),
-    );
-    try {
-      await Promise.all(agents.map((agent) => withTimeout(agent.ready, 30_000, `${agent.name} did not connect`)));
+        }),
+        onMessage: options.collector.onMessage,
+        profileDir: options.profileDir,
+      });
     } catch (error: unknown) {
-      await Promise.all(agents.map((agent) => agent.stop(2_000)));
       await coordinator.proc.stop(5_000);
       throw error;
     }
@@ -221,16 +218,3 @@ async function startProfiledCoordinator(databaseUrl: string, name: string, profi
   };
 }
 
-export async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(message)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}

@@ -6,10 +6,9 @@ import PgBoss from 'pg-boss';
 import { Pool } from 'pg';
 import { TASK_NOOP, TASK_SLEEP } from '../common';
 import { withClient } from '../cluster';
-import { startWorker } from '../procs';
+import { startWorkers } from '../procs';
 import type { PgBossOptions } from '../peer-worker';
 import type { Driver, RunningSystem, StartOptions } from './types';
-import { withTimeout } from './kairos';
 
 /**
  * Defaults: one work() call per slot (v10 runs one polling loop per work()
@@ -90,23 +89,15 @@ export const pgBossDriver: Driver = {
 
   async start(options: StartOptions): Promise<RunningSystem> {
     const peerOptions = pgBossOptions(options);
-    const workers = Array.from({ length: options.processes }, (_, i) =>
-      startWorker(
-        `${options.label}-worker-${i}`,
-        'peer-worker',
-        { DATABASE_URL: options.url, BENCH_SYSTEM: 'pg-boss', BENCH_PEER_OPTIONS: JSON.stringify(peerOptions) },
-        options.collector.onMessage,
-        options.profileDir
-          ? { execArgv: ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}/${options.label}-worker-${i}`] }
-          : {},
-      ),
-    );
-    try {
-      await Promise.all(workers.map((worker) => withTimeout(worker.ready, 30_000, `${worker.name} did not start`)));
-    } catch (error: unknown) {
-      await Promise.all(workers.map((worker) => worker.stop(2_000)));
-      throw error;
-    }
+    const workers = await startWorkers({
+      count: options.processes,
+      label: options.label,
+      role: 'worker',
+      script: 'peer-worker',
+      env: () => ({ DATABASE_URL: options.url, BENCH_SYSTEM: 'pg-boss', BENCH_PEER_OPTIONS: JSON.stringify(peerOptions) }),
+      onMessage: options.collector.onMessage,
+      profileDir: options.profileDir,
+    });
     let client: PgBoss | undefined;
     return {
       options: pgBossDriver.describe(options),
