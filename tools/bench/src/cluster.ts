@@ -98,6 +98,21 @@ export interface DbCounters {
  * idle (at most once a second) and when they exit, so callers read after the
  * measured processes have stopped and a short settle.
  */
+/**
+ * Waits until no backend is connected to `database` (the seeding pools and a
+ * stopped system have gone). A backend flushes its statistics when it exits,
+ * so the commit counters read afterwards include all of its work.
+ */
+export async function waitForBackendsGone(cluster: BenchCluster, database: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await cluster.admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [database]);
+    if (rows[0]?.n === 0) return;
+    if (Date.now() > deadline) throw new Error(`${rows[0]?.n} backends still connected to ${database} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 export async function readCounters(cluster: BenchCluster, database: string): Promise<DbCounters> {
   const client = await cluster.admin.connect();
   try {

@@ -49,8 +49,6 @@ export interface Sizes {
   /** Future jobs in W6's small database. */
   w6SmallFuture: number;
   w6Samples: number;
-  /** Wait for backends to publish statistics before reading commit counters. */
-  statsSettleMs: number;
   w4: W4Plan;
 }
 
@@ -74,7 +72,6 @@ export function sizesFor(mode: Mode): Sizes {
         w5LeadMs: 1_500,
         w6SmallFuture: 10_000,
         w6Samples: 15,
-        statsSettleMs: 1_100,
         w4: {
           jobs: 2_000,
           sleepMs: 5_000,
@@ -104,7 +101,6 @@ export function sizesFor(mode: Mode): Sizes {
         w5LeadMs: 1_000,
         w6SmallFuture: 10_000,
         w6Samples: 8,
-        statsSettleMs: 1_100,
         w4: {
           jobs: 2_000,
           sleepMs: 1_000,
@@ -134,7 +130,6 @@ export function sizesFor(mode: Mode): Sizes {
         w5LeadMs: 500,
         w6SmallFuture: 600,
         w6Samples: 2,
-        statsSettleMs: 300,
         w4: {
           jobs: 20,
           sleepMs: 100,

@@ -7,7 +7,7 @@ import os from 'node:os';
 import { Pool } from 'pg';
 import { Collector } from './collector';
 import { percentile, sleep, TASK_NOOP, TASK_SLEEP, type SystemConfig, type SystemKey } from './common';
-import { createDatabase, dropDatabase, readCounters, vacuumAnalyze, withClient, type BenchCluster } from './cluster';
+import { createDatabase, dropDatabase, readCounters, vacuumAnalyze, waitForBackendsGone, withClient, type BenchCluster } from './cluster';
 import { cpuDelta, cpuSnapshot, rssSampler, type CpuDelta } from './procs';
 import type { Sizes } from './sizes';
 import type { Driver, RunningSystem, StartOptions } from './systems/types';
@@ -218,7 +218,7 @@ export async function runW1(ctx: BenchContext, config: SystemConfig, round: numb
     const phase = collector.newPhase();
     await driver.insert(url, { task: TASK_NOOP, count: sizes.w1Jobs, phase, dueAtMs: Date.now() - 1_000 });
     await vacuumAnalyze(url);
-    await sleep(sizes.statsSettleMs); // let the seeding backends' statistics land
+    await waitForBackendsGone(cluster, db); // the seeding backends' statistics have landed
     const before = await readCounters(cluster, db);
     await resetStatements(ctx);
     const system = await driver.start(startOptions(ctx, config, url, `${config.id.replace(':', '-')}-w1-r${round}`));
@@ -261,7 +261,7 @@ export async function runW1(ctx: BenchContext, config: SystemConfig, round: numb
     const cpu = cpuDelta(cpuBefore, await cpuSnapshot(system.coordinatorPid, system.workerPids(), cluster.pid));
     const topStatementsW1 = await topStatements(ctx, db);
     await system.stop();
-    await sleep(sizes.statsSettleMs);
+    await waitForBackendsGone(cluster, db);
     const after = await readCounters(cluster, db);
     const records = collector.records(phase);
     let t0 = Infinity;
@@ -329,7 +329,6 @@ export async function runMillion(
     // A forced DROP DATABASE may end an idle connection before end() completes; without a listener that crashes the bench.
     pool.on('error', () => undefined);
     try {
-      await sleep(500);
       if (want.w5) {
         await resetStatements(ctx);
         result.w5 = await idleLatency(ctx, system);
@@ -498,7 +497,6 @@ export async function runW4(ctx: BenchContext, config: SystemConfig): Promise<{ 
       );
       let measured: SpikeResult;
       try {
-        await sleep(500);
         const ideal = Math.ceil(jobs / slots) * plan.sleepMs;
         measured = await spike(ctx, driver, pool, url, jobs, system, TASK_SLEEP, plan.sleepMs, ideal * 1.5 + 60_000);
       } finally {

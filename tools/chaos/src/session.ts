@@ -125,8 +125,8 @@ export async function runSession(options: SessionOptions): Promise<SessionOutcom
     const observedUntil = Date.now();
     await cluster.supervised();
     await Promise.all(cluster.agents.map((agent) => cluster.stopAgent(agent, 'SIGTERM', TIMINGS.drainGraceMs + 10_000)));
-    await sleep(TIMINGS.leaseMs + 2 * TIMINGS.reaperIntervalMs);
-    await waitForNoRunning(pool, TIMINGS.leaseMs * 4);
+    // Leases the drained agents still held lapse and are reaped: poll until no run is RUNNING.
+    await waitForNoRunning(pool, TIMINGS.leaseMs * 4 + 2 * TIMINGS.reaperIntervalMs);
     const snapshot = await readStore(pool);
     log('final snapshot', { jobs: snapshot.jobs.length, runs: snapshot.runs.length });
 
