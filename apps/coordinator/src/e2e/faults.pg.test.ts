@@ -111,8 +111,8 @@ describe('faults, end to end', () => {
   }, 40_000);
 
   it('kill -9 of the coordinator while jobs run, then restart: nothing re-runs, nothing is lost', async () => {
-    // A longer lease: the restart must fit inside it for the agents' leases to survive.
-    let coordinator = await startCoordinatorProcess({ databaseUrl: db.url, leaseMs: 6_000 });
+    // A longer lease: the restart (slow on a loaded CI machine) must fit inside it for the agents' leases to survive.
+    let coordinator = await startCoordinatorProcess({ databaseUrl: db.url, leaseMs: 10_000 });
     const grpcPort = Number(coordinator.grpcAddress.split(':')[1]);
     let api = restClient(coordinator.httpUrl);
     await startAgentProcess({ coordinator: coordinator.grpcAddress, agentId: 'steady', capacity: 8 });
@@ -123,15 +123,18 @@ describe('faults, end to end', () => {
       const created = await api.createJob({ task: 'sleep', runAt: new Date().toISOString(), payload: { seconds: 2.5 } });
       ids.push(created.body.jobId);
     }
-    const later = await api.createJob({ task: 'sleep', runAt: new Date(Date.now() + 2_000).toISOString(), payload: { seconds: 0.1 } });
     await waitFor(async () => {
       const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE id = ANY($1::uuid[]) AND state = 'CLAIMED'`, [ids]);
       return rows[0].n === ids.length;
     }, { description: 'all four running' });
+    // Due while the coordinator is down. Created only now: had it come due before the kill, the
+    // old coordinator could claim it and die before the assignment left, and it would rightly run
+    // again after its lease (LEASE_EXPIRED, then SUCCEEDED).
+    const later = await api.createJob({ task: 'sleep', runAt: new Date(Date.now() + 1_000).toISOString(), payload: { seconds: 0.1 } });
 
     coordinator.proc.signal('SIGKILL');
     await coordinator.proc.exited;
-    coordinator = await startCoordinatorProcess({ databaseUrl: db.url, leaseMs: 6_000, grpcPort, name: 'coordinator-2' });
+    coordinator = await startCoordinatorProcess({ databaseUrl: db.url, leaseMs: 10_000, grpcPort, name: 'coordinator-2' });
     api = restClient(coordinator.httpUrl);
 
     for (const id of [...ids, later.body.jobId]) await untilJob(api, id, (job) => job.state === 'COMPLETED', `job ${id} completed`);
