@@ -3,6 +3,7 @@
 CREATE TYPE kairos_job_state AS ENUM ('DUE', 'CLAIMED', 'COMPLETED', 'DEAD', 'PAUSED', 'CANCELLED');
 CREATE TYPE kairos_misfire_policy AS ENUM ('fire-once', 'skip');
 CREATE TYPE kairos_run_outcome AS ENUM ('RUNNING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'LEASE_EXPIRED', 'CANCELLED', 'SKIPPED');
+CREATE TYPE kairos_token_role AS ENUM ('reader', 'writer', 'admin', 'agent');
 
 CREATE TABLE jobs (
   id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -27,6 +28,7 @@ CREATE TABLE jobs (
   request_digest text,
   created_at timestamp with time zone DEFAULT now() NOT NULL,
   updated_at timestamp with time zone DEFAULT now() NOT NULL,
+  lease_token uuid,
   CONSTRAINT jobs_attempts_positive CHECK (((max_attempts >= 1) AND (attempt >= 0))),
   CONSTRAINT jobs_claimed_has_lease CHECK (((state <> 'CLAIMED'::kairos_job_state) OR ((lease_until IS NOT NULL) AND (lease_owner IS NOT NULL) AND (lease_generation > 0)))),
   CONSTRAINT jobs_due_has_next_run CHECK (((state <> 'DUE'::kairos_job_state) OR ((next_run_at IS NOT NULL) AND (occurrence_at IS NOT NULL)))),
@@ -65,6 +67,21 @@ CREATE TABLE runs (
 ) WITH (fillfactor=70);
 
 CREATE UNIQUE INDEX runs_job_generation_idx ON public.runs USING btree (job_id, lease_generation);
+
+CREATE TABLE tokens (
+  id uuid DEFAULT gen_random_uuid() NOT NULL,
+  namespace text NOT NULL,
+  role kairos_token_role NOT NULL,
+  name text,
+  secret_hash text NOT NULL,
+  created_at timestamp with time zone DEFAULT now() NOT NULL,
+  expires_at timestamp with time zone,
+  revoked_at timestamp with time zone,
+  CONSTRAINT tokens_expiry_after_creation CHECK (((expires_at IS NULL) OR (expires_at > created_at))),
+  CONSTRAINT tokens_pkey PRIMARY KEY (id)
+);
+
+CREATE UNIQUE INDEX tokens_secret_hash_idx ON public.tokens USING btree (secret_hash);
 
 CREATE OR REPLACE FUNCTION public.kairos_notify_due()
  RETURNS trigger

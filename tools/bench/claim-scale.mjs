@@ -43,7 +43,7 @@ try {
         const { rows: claimed } = await client.query(
           // The same statement lease.claimDue runs, inside a transaction we roll back.
           (await import('../../libs/store/dist/lease.js')).CLAIM_SQL,
-          [now, ['noop'], 500, 'bench', 10_000, 60_000],
+          [now, ['noop'], 500, 'bench', 10_000, 60_000, 'default', null],
         );
         timings.push(performance.now() - t);
         if (claimed.length !== 500) throw new Error(`claimed ${claimed.length}, expected 500`);

@@ -2,6 +2,8 @@
  * Global options (`--address`, `--token`, `--json`, TLS) resolved against the
  * environment, and the client built from them for one command.
  */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { createKairosClient, KairosError, KairosErrorCode, type KairosClient, type TlsOptions } from '@kairos/client';
 import type { Command } from 'commander';
 import { UsageError } from './errors';
@@ -27,11 +29,16 @@ interface RawGlobals {
   tlsKey?: string;
 }
 
-/** Flags win over the environment, which wins over the defaults. */
+/**
+ * Flags win over the environment, which wins over the defaults. The token
+ * falls back to the admin token `kairos dev` keeps in its data folder
+ * (KAIROS_DATA_DIR, default .kairos), so the CLI works against a dev stack
+ * without one.
+ */
 export function globalOptions(command: Command, io: CliIo): GlobalOptions {
   const raw = command.optsWithGlobals<RawGlobals>();
   const address = raw.address ?? nonEmpty(io.env['KAIROS_ADDRESS']) ?? DEFAULT_ADDRESS;
-  const token = raw.token ?? nonEmpty(io.env['KAIROS_TOKEN']);
+  const token = raw.token ?? nonEmpty(io.env['KAIROS_TOKEN']) ?? devToken(io);
   return { address, token, json: raw.json === true, tls: tlsOptions(raw) };
 }
 
@@ -68,6 +75,16 @@ export async function withClient<T>(globals: GlobalOptions, use: (client: Kairos
     });
   } finally {
     client.close();
+  }
+}
+
+/** The dev stack's admin token, if `kairos dev` has written one. */
+function devToken(io: CliIo): string | undefined {
+  const file = path.join(nonEmpty(io.env['KAIROS_DATA_DIR']) ?? '.kairos', 'dev-token');
+  try {
+    return nonEmpty(readFileSync(file, 'utf8').trim());
+  } catch {
+    return undefined;
   }
 }
 

@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { AgentModule, CoordinatorModule, ProcessModules, StoreModule } from './commands/process-modules';
 import { devBanner } from './commands/processes';
 import { runCli } from './run';
@@ -22,6 +25,15 @@ function fakeModules(options: { failAgentStart?: boolean; failMigrate?: boolean;
     },
     createStore() {
       return {
+        tokens: {
+          async authenticate(secret: string) {
+            return secret === 'kairos_still-valid' ? { token: {}, expiresInMs: null } : null;
+          },
+          async create(input: { role: string }) {
+            events.push(`token.create ${input.role}`);
+            return { token: {}, secret: `kairos_new-${input.role}` };
+          },
+        },
         async migrate() {
           events.push('migrate');
           if (options.failMigrate) throw new Error('relation already exists');
@@ -160,29 +172,66 @@ describe('kairos agent', () => {
 describe('kairos dev', () => {
   it('starts the coordinator, then an http+sleep agent on its gRPC address, prints the banner, and stops in order', async () => {
     const { modules, events, seen } = fakeModules();
-    const captured = capturedIo({ KAIROS_AGENT_TASKS: 'exec' });
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'kairos-dev-test-'));
+    const captured = capturedIo({ KAIROS_AGENT_TASKS: 'exec', KAIROS_DATA_DIR: dataDir });
     const exit = runCli(['dev'], captured.io, { modules });
     await captured.stopAsked;
-    for (let i = 0; i < 10 && !captured.stdout().includes('Ctrl-C'); i++) {
-      await new Promise((resolve) => setImmediate(resolve));
+    // Poll until the banner is out (the dev tokens are written to disk first).
+    for (let i = 0; i < 1_000 && !captured.stdout().includes('Ctrl-C'); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
     }
     expect(seen.agentOverrides).toEqual({
       coordinator: '127.0.0.1:15051',
       tasks: ['http', 'sleep'],
       capacity: 8,
       execAllow: [],
+      token: 'kairos_new-agent',
     });
+    // Loopback and authentication, whatever the environment says about KAIROS_INSECURE.
+    expect(seen.coordinatorOverrides).toEqual({ host: '127.0.0.1', insecure: false });
+    const tokenFile = path.join(dataDir, 'dev-token');
+    expect(readFileSync(tokenFile, 'utf8')).toBe('kairos_new-admin\n');
+    expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
+    expect(statSync(path.join(dataDir, 'dev-agent-token')).mode & 0o777).toBe(0o600);
     const banner = captured.stdout();
     expect(banner).toContain('REST API      http://127.0.0.1:18080');
     expect(banner).toContain('gRPC          127.0.0.1:15051');
-    expect(banner).toContain('DATABASE_URL  postgres://postgres:pw@127.0.0.1:54000/postgres');
+    // The password is not printed.
+    expect(banner).toContain('DATABASE_URL  postgres://postgres:***@127.0.0.1:54000/postgres');
+    expect(banner).not.toContain(':pw@');
     expect(banner).toContain("curl -sS -X POST http://127.0.0.1:18080/jobs -H 'content-type: application/json'");
+    expect(banner).toContain(`-H "authorization: Bearer $(cat ${tokenFile})"`);
     expect(banner).toContain('The http task refuses every URL until KAIROS_HTTP_ALLOW_HOSTS lists hosts');
     expect(banner).toMatch(/npx kairos --address 127\.0\.0\.1:15051 jobs create --task sleep --payload '\{"seconds":1\}' --run-at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/);
 
     captured.requestStop();
     expect(await exit).toBe(0);
-    expect(events).toEqual(['coordinator.start', 'agent.start', 'agent.drain', 'coordinator.stop']);
+    expect(events).toEqual([
+      'coordinator.start',
+      'token.create admin',
+      'token.create agent',
+      'store.close',
+      'agent.start',
+      'agent.drain',
+      'coordinator.stop',
+    ]);
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('reuses dev tokens that are still valid and replaces the others', async () => {
+    const { modules, events, seen } = fakeModules();
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'kairos-dev-test-'));
+    writeFileSync(path.join(dataDir, 'dev-token'), 'kairos_still-valid\n', { mode: 0o644 });
+    writeFileSync(path.join(dataDir, 'dev-agent-token'), 'kairos_revoked\n');
+    const captured = capturedIo({ KAIROS_DATA_DIR: dataDir });
+    const exit = runCli(['dev'], captured.io, { modules });
+    await captured.stopAsked;
+    captured.requestStop();
+    expect(await exit).toBe(0);
+    expect(events.filter((event) => event.startsWith('token.'))).toEqual(['token.create agent']);
+    expect(statSync(path.join(dataDir, 'dev-token')).mode & 0o777).toBe(0o600);
+    expect((seen.agentOverrides as { token: string }).token).toBe('kairos_new-agent');
+    rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('reports a configuration the coordinator rejects as a usage error, before starting anything', async () => {
@@ -196,11 +245,11 @@ describe('kairos dev', () => {
 
   it('stops the coordinator again when the agent cannot start', async () => {
     const { modules, events } = fakeModules({ failAgentStart: true });
-    const captured = capturedIo();
+    const captured = capturedIo({ KAIROS_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'kairos-dev-test-')) });
     const code = await runCli(['dev'], captured.io, { modules });
     expect(code).toBe(1);
     expect(captured.stderr()).toBe('error: cannot reach coordinator\n');
-    expect(events).toEqual(['coordinator.start', 'coordinator.stop']);
+    expect(events).toEqual(['coordinator.start', 'token.create admin', 'token.create agent', 'store.close', 'coordinator.stop']);
   });
 
   it('banner: runAt five seconds ahead, no --address for the default port, a valid curl body', () => {
@@ -208,6 +257,7 @@ describe('kairos dev', () => {
       { httpUrl: 'http://127.0.0.1:8080', grpcAddress: '127.0.0.1:50051', databaseUrl: 'postgres://x' },
       new Date('2030-01-01T09:00:00.123Z'),
       'example.test',
+      { admin: 'kairos_x', adminFile: '.kairos/dev-token' },
     );
     expect(banner).toContain('The http task may call: example.test.');
     expect(banner).toContain(

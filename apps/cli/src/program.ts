@@ -9,6 +9,7 @@ import { registerJobCommands } from './commands/jobs';
 import { registerProcessCommands } from './commands/processes';
 import type { ProcessModules } from './commands/process-modules';
 import { registerRunsCommand } from './commands/runs';
+import { registerTokenCommands } from './commands/tokens';
 import { DEFAULT_ADDRESS } from './context';
 import type { CliIo } from './io';
 
@@ -44,5 +45,6 @@ export function buildProgram(io: CliIo, modules: ProcessModules): Command {
   registerRunsCommand(program, io);
   registerAgentsCommand(program, io);
   registerProcessCommands(program, io, modules);
+  registerTokenCommands(program, io, modules);
   return program;
 }

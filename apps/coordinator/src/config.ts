@@ -8,6 +8,9 @@ import { z } from 'zod';
 
 const port = z.coerce.number().int().min(0).max(65_535);
 const positiveMs = z.coerce.number().int().positive();
+const flag = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no', ''], { error: 'must be true or false' })
+  .transform((value) => value === 'true' || value === '1' || value === 'yes');
 
 const schema = z
   .object({
@@ -26,6 +29,10 @@ const schema = z
     KAIROS_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(5_000),
     KAIROS_DB_POOL_SIZE: positiveMs.max(200).default(10),
     KAIROS_COORDINATOR_ID: z.string().min(1).optional(),
+    KAIROS_INSECURE: flag.default(false),
+    KAIROS_AUTH_CACHE_MS: positiveMs.max(30_000).default(2_000),
+    KAIROS_AGENT_HELLO_TIMEOUT_MS: positiveMs.default(5_000),
+    KAIROS_AGENT_SILENCE_LIMIT_MS: positiveMs.optional(),
     KAIROS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   .loose();
@@ -57,6 +64,18 @@ export interface CoordinatorOptions {
   shutdownGraceMs: number;
   dbPoolSize: number;
   logLevel: string;
+  /**
+   * Admit calls and agent streams without a token (as the anonymous admin of
+   * namespace `default`). Off unless asked for; logged as a warning at start
+   * and every few minutes. Tokens that are sent are still checked.
+   */
+  insecure: boolean;
+  /** How long a token look-up is reused: the longest a revocation takes to reach this coordinator. */
+  authCacheMs: number;
+  /** An agent stream that has not sent Hello this long after opening is closed. */
+  agentHelloTimeoutMs: number;
+  /** An agent stream silent this long (no heartbeat) is closed; default twice the lease. */
+  agentSilenceLimitMs: number;
 }
 
 export function coordinatorOptionsFromEnv(
@@ -87,6 +106,10 @@ export function coordinatorOptionsFromEnv(
     shutdownGraceMs: e.KAIROS_SHUTDOWN_GRACE_MS,
     dbPoolSize: e.KAIROS_DB_POOL_SIZE,
     logLevel: e.KAIROS_LOG_LEVEL,
+    insecure: e.KAIROS_INSECURE,
+    authCacheMs: e.KAIROS_AUTH_CACHE_MS,
+    agentHelloTimeoutMs: e.KAIROS_AGENT_HELLO_TIMEOUT_MS,
+    agentSilenceLimitMs: e.KAIROS_AGENT_SILENCE_LIMIT_MS ?? 2 * leaseMs,
     ...(e.DATABASE_URL ? { databaseUrl: e.DATABASE_URL } : {}),
     ...stripUndefined(overrides),
   };

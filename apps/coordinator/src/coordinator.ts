@@ -8,7 +8,6 @@ import * as grpc from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
 import pino, { type Logger } from 'pino';
-import { Client } from 'pg';
 import {
   AgentService,
   JobService,
@@ -17,10 +16,12 @@ import {
   reflectionPackageDefinition,
 } from '@kairos/proto';
 import { createPool, createStore, startEmbeddedPostgres, type EmbeddedPostgres } from '@kairos/store';
+import { createAuthenticator } from './api/auth';
 import { connectHandler, drainSessions } from './api/grpc-agent';
 import { jobServiceImplementation } from './api/grpc-jobs';
 import { jobCommands } from './api/job-commands';
 import { createRestServer } from './api/rest';
+import { tokenCommands } from './api/token-commands';
 import type { CoordinatorOptions } from './config';
 import { createDispatcher } from './dispatch/dispatcher';
 import { createReaper } from './maintenance/reaper';
@@ -68,12 +69,22 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     },
   });
   const commands = jobCommands(store, () => dispatcher.wake());
+  const auth = createAuthenticator({
+    lookup: (secret) => store.tokens.authenticate(secret),
+    insecure: options.insecure,
+    cacheMs: options.authCacheMs,
+    onRefused: () => metrics.authFailures.inc(),
+  });
   let shuttingDown = false;
 
   const grpcServer = new grpc.Server({ ...KAIROS_SERVER_OPTIONS });
-  addGrpcService(grpcServer, JobService, jobServiceImplementation({ commands, dispatcher, logger: log.child({ component: 'grpc' }) }));
+  addGrpcService(
+    grpcServer,
+    JobService,
+    jobServiceImplementation({ commands, dispatcher, auth, logger: log.child({ component: 'grpc' }) }),
+  );
   addGrpcService(grpcServer, AgentService, {
-    connect: connectHandler({ dispatcher, options, logger: log.child({ component: 'agents' }), isShuttingDown: () => shuttingDown }),
+    connect: connectHandler({ dispatcher, options, auth, logger: log.child({ component: 'agents' }), isShuttingDown: () => shuttingDown }),
   });
   const health = new HealthImplementation({ '': 'SERVING', 'kairos.v1.JobService': 'SERVING', 'kairos.v1.AgentService': 'SERVING' });
   health.addToServer(grpcServer);
@@ -84,14 +95,25 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     ),
   );
 
-  const rest = createRestServer({ commands, dispatcher, metrics, logger: log, ready: () => store.ping() });
+  const rest = createRestServer({
+    commands,
+    tokens: tokenCommands(store),
+    auth,
+    dispatcher,
+    metrics,
+    logger: log,
+    ready: () => store.ping(),
+  });
   await rest.listen({ host: options.host, port: options.httpPort });
   const httpAddress = rest.server.address();
   const httpPort = typeof httpAddress === 'object' && httpAddress ? httpAddress.port : options.httpPort;
 
-  const listener = listenForDueJobs(databaseUrl, () => dispatcher.wake(), log.child({ component: 'listen' }));
+  const listener = store.onJobsDue(() => dispatcher.wake(), {
+    onReconnected: () => log.child({ component: 'listen' }).info('listening for due jobs again'),
+  });
   dispatcher.start();
   reaper.start();
+  const insecureWarning = options.insecure ? warnInsecure(log) : undefined;
 
   const displayHost = options.host === '0.0.0.0' || options.host === '::' ? '127.0.0.1' : options.host;
   const running: RunningCoordinator = {
@@ -103,6 +125,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     async stop() {
       if (shuttingDown) return;
       shuttingDown = true;
+      clearInterval(insecureWarning);
       log.info('shutting down: agents are told to move to another coordinator');
       health.setStatus('', 'NOT_SERVING');
       await dispatcher.stop();
@@ -148,55 +171,12 @@ async function waitUntil(done: () => boolean, timeoutMs: number): Promise<void> 
   while (!done() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
 }
 
-/**
- * LISTEN kairos_due on a dedicated connection (migration 0002 notifies when a
- * job becomes DUE). Reconnects with backoff; while disconnected the dispatcher's
- * poll is the backstop, so a lost notification only costs latency.
- */
-function listenForDueJobs(databaseUrl: string, onDue: () => void, log: Logger): { stop(): Promise<void> } {
-  let client: Client | undefined;
-  let stopped = false;
-  let retryTimer: NodeJS.Timeout | undefined;
-  let failures = 0;
-
-  const connect = async () => {
-    if (stopped) return;
-    const next = new Client({ connectionString: databaseUrl, application_name: 'kairos-listen' });
-    const retry = () => {
-      if (stopped) return;
-      failures++;
-      clearTimeout(retryTimer);
-      retryTimer = setTimeout(() => void connect(), Math.min(5_000, 100 * 2 ** Math.min(failures, 6)));
-    };
-    next.on('error', () => {
-      next.end().catch(() => undefined);
-      if (client === next) client = undefined;
-      retry();
-    });
-    next.on('notification', () => onDue());
-    try {
-      await next.connect();
-      await next.query('LISTEN kairos_due');
-      if (stopped) {
-        await next.end();
-        return;
-      }
-      client = next;
-      if (failures > 0) log.info('listening for due jobs again');
-      failures = 0;
-      onDue(); // anything that became due while we were not listening
-    } catch (error: unknown) {
-      log.debug({ err: error }, 'LISTEN connection failed');
-      next.end().catch(() => undefined);
-      retry();
-    }
-  };
-  void connect();
-  return {
-    async stop() {
-      stopped = true;
-      clearTimeout(retryTimer);
-      await client?.end().catch(() => undefined);
-    },
-  };
+/** --insecure is loud: a warning at start and every five minutes while it runs. */
+function warnInsecure(log: Logger): NodeJS.Timeout {
+  const warn = () =>
+    log.warn('running with --insecure: calls and agent streams without a token are admitted as admin of namespace "default"');
+  warn();
+  const timer = setInterval(warn, 5 * 60_000);
+  timer.unref();
+  return timer;
 }

@@ -16,6 +16,8 @@ export interface Metrics {
   staleReports: Counter;
   leasesExpired: Counter;
   connectedAgents: Gauge;
+  foreignLeaseRefusals: Counter<'operation'>;
+  authFailures: Counter;
 }
 
 export function createMetrics(countDueNextMinute: () => Promise<number>): Metrics {
@@ -64,5 +66,16 @@ export function createMetrics(countDueNextMinute: () => Promise<number>): Metric
       registers: [registry],
     }),
     connectedAgents: new Gauge({ name: 'kairos_connected_agents', help: 'Agent streams connected to this coordinator', registers: [registry] }),
+    foreignLeaseRefusals: new Counter({
+      name: 'kairos_foreign_lease_refusals_total',
+      help: 'Renewals, outcomes and releases refused because the lease is held by another agent or token',
+      labelNames: ['operation'],
+      registers: [registry],
+    }),
+    authFailures: new Counter({
+      name: 'kairos_auth_failures_total',
+      help: 'Calls and agent streams refused for a missing or invalid token (unauthenticated), both transports',
+      registers: [registry],
+    }),
   };
 }

@@ -29,6 +29,8 @@ describe('claim cost does not grow with far-future jobs', () => {
         'w',
         10_000,
         60_000,
+        'default',
+        null,
       ]);
       const plan = rows[0]['QUERY PLAN'][0];
       const text = JSON.stringify(plan);

@@ -42,7 +42,7 @@ describe('connections dying mid-transaction', () => {
       while (Date.now() < deadline) {
         const calls = [
           store.lease.reapExpired({ limit: 5 }),
-          store.lease.complete(rows.slice(0, 10).map((r) => ({ jobId: r.id, leaseGeneration: 1, outcome: 'FAILED' as const }))),
+          store.lease.complete(rows.slice(0, 10).map((r) => ({ jobId: r.id, leaseGeneration: 1, owner: 'agent-fixture', tokenId: null, outcome: 'FAILED' as const }))),
           store.jobs.get('default', rows[0].id),
         ];
         for (const result of await Promise.allSettled(calls)) if (result.status === 'rejected') failures++;

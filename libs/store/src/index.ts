@@ -4,6 +4,7 @@ export { JOB_STATES } from './jobs';
 export type { RunRecord, RunOutcome, RunQueries } from './runs';
 export type {
   LeaseRef,
+  HeldLeaseRef,
   ClaimRequest,
   ClaimedJob,
   RenewResult,
@@ -21,3 +22,4 @@ export type { AttemptOutcome, RetryPolicy } from './settle';
 export { migrate, loadMigrations, MIGRATIONS_DIR } from './migrate';
 export { startEmbeddedPostgres, freePort, type EmbeddedPostgres, type EmbeddedPostgresOptions } from './embedded';
 export { StoreUnavailableError, StoreInvariantError, isConnectionError } from './pg-errors';
+export { TOKEN_ROLES, TOKEN_PREFIX, hashSecret, type TokenRole, type TokenRecord, type NewToken, type RevokeResult, type LiveToken, type TokenQueries } from './tokens';

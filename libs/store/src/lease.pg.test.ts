@@ -4,6 +4,11 @@ import type { Store } from './store';
 
 const T0 = new Date('2030-01-01T00:00:00.000Z');
 const LEASE_MS = 10_000;
+/** Claims in these tests are made for the default namespace by an agent of an --insecure coordinator. */
+const CLAIM_SCOPE = { namespace: 'default', tokenId: null };
+/** The holder the factories record for a CLAIMED fixture. */
+const heldBy = (owner: string, tokenId: string | null = null) => ({ owner, tokenId });
+const FIXTURE_HOLDER = heldBy('agent-fixture');
 
 describe('lease statements', () => {
   let db: TestDatabase;
@@ -37,7 +42,7 @@ describe('lease statements', () => {
       const otherTask = await insertJob(db.pool, { task: 'b', nextRunAt: at(T0, -5000) });
       const future = await insertJob(db.pool, { task: 'a', nextRunAt: at(T0, 1) });
 
-      const claimed = await store.lease.claimDue({ owner: 'w1', tasks: ['a'], limit: 2, leaseMs: LEASE_MS, now: T0 });
+      const claimed = await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w1', tasks: ['a'], limit: 2, leaseMs: LEASE_MS, now: T0 });
 
       expect(claimed.map((c) => c.jobId)).toEqual([early, later]);
       expect(claimed[0]).toMatchObject({ attempt: 1, leaseGeneration: 1, leaseRemainingMs: LEASE_MS, task: 'a' });
@@ -56,8 +61,8 @@ describe('lease statements', () => {
 
     it('claims nothing for zero slots or no tasks', async () => {
       await insertJob(db.pool, { nextRunAt: at(T0, -1) });
-      expect(await store.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 0, leaseMs: LEASE_MS, now: T0 })).toEqual([]);
-      expect(await store.lease.claimDue({ owner: 'w', tasks: [], limit: 5, leaseMs: LEASE_MS, now: T0 })).toEqual([]);
+      expect(await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w', tasks: ['noop'], limit: 0, leaseMs: LEASE_MS, now: T0 })).toEqual([]);
+      expect(await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w', tasks: [], limit: 5, leaseMs: LEASE_MS, now: T0 })).toEqual([]);
     });
 
     it('claims every row exactly once when claimers on separate connections race', async () => {
@@ -70,6 +75,7 @@ describe('lease statements', () => {
         claimers.map(async (claimer, i) => {
           for (;;) {
             const batch = await claimer.lease.claimDue({
+              ...CLAIM_SCOPE,
               owner: `w${i}`,
               tasks: ['noop'],
               limit: 37,
@@ -114,13 +120,13 @@ describe('lease statements', () => {
     // enough for a completion to commit). An explicit transaction widens that gap at will.
     it("stamps started_at after the row lock, never before the finished_at of the run that freed the job", async () => {
       const id = await insertJob(db.pool, { task: 'a', nextRunAt: new Date(Date.now() - 1_000) });
-      const [first] = await store.lease.claimDue({ owner: 'w1', tasks: ['a'], limit: 1, leaseMs: LEASE_MS });
+      const [first] = await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w1', tasks: ['a'], limit: 1, leaseMs: LEASE_MS });
       const claimer = await db.pool.connect();
       try {
         await claimer.query('BEGIN');
         await claimer.query('SELECT now()'); // fixes now() for the claim below
-        await store.lease.release([{ jobId: id, leaseGeneration: first!.leaseGeneration }], 'test');
-        const { rows: claimed } = await claimer.query(CLAIM_SQL, [null, ['a'], 1, 'w2', LEASE_MS, 60_000]);
+        await store.lease.release([{ ...heldBy('w1'), jobId: id, leaseGeneration: first!.leaseGeneration }], 'test');
+        const { rows: claimed } = await claimer.query(CLAIM_SQL, [null, ['a'], 1, 'w2', LEASE_MS, 60_000, 'default', null]);
         expect(claimed).toHaveLength(1);
         await claimer.query('COMMIT');
       } finally {
@@ -145,11 +151,11 @@ describe('lease statements', () => {
 
       const results = await store.lease.renew(
         [
-          { jobId: held, leaseGeneration: 4 },
-          { jobId: moved, leaseGeneration: 4 },
-          { jobId: reaped, leaseGeneration: 2 },
-          { jobId: '00000000-0000-7000-8000-000000000000', leaseGeneration: 1 },
-          { jobId: 'not-a-uuid', leaseGeneration: 1 },
+          { ...FIXTURE_HOLDER, jobId: held, leaseGeneration: 4 },
+          { ...FIXTURE_HOLDER, jobId: moved, leaseGeneration: 4 },
+          { ...FIXTURE_HOLDER, jobId: reaped, leaseGeneration: 2 },
+          { ...FIXTURE_HOLDER, jobId: '00000000-0000-7000-8000-000000000000', leaseGeneration: 1 },
+          { ...FIXTURE_HOLDER, jobId: 'not-a-uuid', leaseGeneration: 1 },
         ],
         LEASE_MS,
         T0,
@@ -173,7 +179,7 @@ describe('lease statements', () => {
       const jobBefore = await job(id);
       const runsBefore = await runsOf(id);
 
-      const [result] = await store.lease.complete([{ jobId: id, leaseGeneration: 6, outcome: 'SUCCEEDED' }], T0);
+      const [result] = await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 6, outcome: 'SUCCEEDED' }], T0);
 
       expect(result).toEqual({ kind: 'stale', jobId: id, leaseGeneration: 6 });
       expect(await job(id)).toEqual(jobBefore);
@@ -184,15 +190,15 @@ describe('lease statements', () => {
       const id = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 1 });
       const results = await store.lease.complete(
         [
-          { jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' },
-          { jobId: id, leaseGeneration: 1, outcome: 'FAILED', error: 'duplicate' },
+          { ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' },
+          { ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'FAILED', error: 'duplicate' },
         ],
         T0,
       );
       expect(results.map((r) => r.kind)).toEqual(['recorded', 'stale']);
       expect(await job(id)).toMatchObject({ state: 'COMPLETED', next_run_at: null, lease_owner: null, lease_until: null });
       expect(await runsOf(id)).toMatchObject([{ outcome: 'SUCCEEDED', finished_at: T0, error: null }]);
-      const [again] = await store.lease.complete([{ jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], T0);
+      const [again] = await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], T0);
       expect(again!.kind).toBe('stale');
     });
 
@@ -200,16 +206,16 @@ describe('lease statements', () => {
       const occurrence = at(T0, -5000);
       const id = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 1, attempt: 1, maxAttempts: 3, occurrenceAt: occurrence });
 
-      await store.lease.complete([{ jobId: id, leaseGeneration: 1, outcome: 'FAILED', error: 'boom' }], T0);
+      await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'FAILED', error: 'boom' }], T0);
       expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 1, next_run_at: at(T0, 1000), occurrence_at: occurrence });
 
-      const [second] = await store.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: at(T0, 1000) });
+      const [second] = await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: at(T0, 1000) });
       expect(second).toMatchObject({ attempt: 2, leaseGeneration: 2, scheduledForMs: occurrence.getTime(), dueAtMs: at(T0, 1000).getTime() });
-      await store.lease.complete([{ jobId: id, leaseGeneration: 2, outcome: 'TIMED_OUT', error: 'timeout' }], at(T0, 2000));
+      await store.lease.complete([{ ...heldBy('w'), jobId: id, leaseGeneration: 2, outcome: 'TIMED_OUT', error: 'timeout' }], at(T0, 2000));
       expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 2, next_run_at: at(T0, 2000 + 2000) });
 
-      await store.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: at(T0, 4000) });
-      await store.lease.complete([{ jobId: id, leaseGeneration: 3, outcome: 'FAILED', error: 'boom' }], at(T0, 5000));
+      await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: at(T0, 4000) });
+      await store.lease.complete([{ ...heldBy('w'), jobId: id, leaseGeneration: 3, outcome: 'FAILED', error: 'boom' }], at(T0, 5000));
       expect(await job(id)).toMatchObject({ state: 'DEAD', attempt: 3, next_run_at: null });
       expect((await runsOf(id)).map((r) => [r.attempt, r.outcome])).toEqual([
         [1, 'FAILED'],
@@ -227,7 +233,7 @@ describe('lease statements', () => {
         leaseGeneration: 1,
       });
       // Finished 3 min 17 s late: the next occurrence is still 10:05:00 exactly.
-      await store.lease.complete([{ jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 197_000));
+      await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 197_000));
       expect(await job(id)).toMatchObject({
         state: 'DUE',
         attempt: 0,
@@ -245,7 +251,7 @@ describe('lease statements', () => {
         leaseGeneration: 1,
       });
       // Ran 3.5 minutes: 10:01, 10:02 and 10:03 passed meanwhile.
-      await store.lease.complete([{ jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 210_000));
+      await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 210_000));
       expect(await job(id)).toMatchObject({
         state: 'DUE',
         occurrence_at: new Date('2030-01-01T10:03:00.000Z'),
@@ -269,7 +275,7 @@ describe('lease statements', () => {
         leaseGeneration: 1,
         misfirePolicy: 'skip',
       });
-      await store.lease.complete([{ jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 210_000));
+      await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 210_000));
       expect(await job(id)).toMatchObject({ state: 'DUE', next_run_at: new Date('2030-01-01T10:04:00.000Z') });
       const skipped = (await runsOf(id)).filter((r) => r.outcome === 'SKIPPED').map((r) => r.scheduled_for.toISOString());
       expect(skipped).toEqual(['2030-01-01T10:01:00.000Z', '2030-01-01T10:02:00.000Z', '2030-01-01T10:03:00.000Z']);
@@ -284,7 +290,7 @@ describe('lease statements', () => {
         leaseGeneration: 1,
         misfirePolicy: 'skip',
       });
-      await store.lease.complete([{ jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 3_600_000));
+      await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 3_600_000));
       const skipped = (await runsOf(id)).filter((r) => r.outcome === 'SKIPPED');
       expect(skipped).toHaveLength(100);
       expect(skipped[99].error).toContain('3500 later missed occurrences not listed');
@@ -300,7 +306,7 @@ describe('lease statements', () => {
         attempt: 2,
         maxAttempts: 2,
       });
-      await store.lease.complete([{ jobId: id, leaseGeneration: 2, outcome: 'FAILED', error: 'x' }], at(occurrence, 1000));
+      await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 2, outcome: 'FAILED', error: 'x' }], at(occurrence, 1000));
       expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 0, next_run_at: new Date('2030-01-01T11:00:00.000Z') });
     });
   });
@@ -323,9 +329,9 @@ describe('lease statements', () => {
       expect(await runsOf(id)).toMatchObject([{ outcome: 'LEASE_EXPIRED', finished_at: T0 }]);
       expect((await job(alive)).state).toBe('CLAIMED');
       // The next claim bumps the generation, so the lost holder's reports are stale.
-      const [next] = await store.lease.claimDue({ owner: 'w2', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: T0 });
+      const [next] = await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w2', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: T0 });
       expect(next).toMatchObject({ jobId: id, leaseGeneration: 4, attempt: 2 });
-      const [late] = await store.lease.complete([{ jobId: id, leaseGeneration: 3, outcome: 'SUCCEEDED' }], T0);
+      const [late] = await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 3, outcome: 'SUCCEEDED' }], T0);
       expect(late!.kind).toBe('stale');
     });
 
@@ -356,7 +362,7 @@ describe('lease statements', () => {
         misfirePolicy: 'skip',
       });
 
-      const claimed = await store.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 10, leaseMs: LEASE_MS, misfireThresholdMs: 60_000, now });
+      const claimed = await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w', tasks: ['noop'], limit: 10, leaseMs: LEASE_MS, misfireThresholdMs: 60_000, now });
       expect(claimed.map((c) => c.jobId).sort()).toEqual([lateFireOnce, slightlyLate].sort());
 
       expect(await store.lease.skipMisfired({ thresholdMs: 60_000, now })).toEqual({ skipped: 1 });
@@ -377,8 +383,8 @@ describe('lease statements', () => {
       const id = await insertJob(db.pool, { state: 'CLAIMED', attempt: 1, leaseGeneration: 1, nextRunAt: at(T0, -10) });
       const results = await store.lease.release(
         [
-          { jobId: id, leaseGeneration: 0 },
-          { jobId: id, leaseGeneration: 1 },
+          { ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 0 },
+          { ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1 },
         ],
         'agent draining',
         T0,
@@ -386,7 +392,7 @@ describe('lease statements', () => {
       expect(results.map((r) => r.kind)).toEqual(['stale', 'released']);
       expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 0, lease_owner: null, next_run_at: at(T0, -10) });
       expect(await runsOf(id)).toMatchObject([{ outcome: 'CANCELLED', error: 'released before start: agent draining' }]);
-      const [again] = await store.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: T0 });
+      const [again] = await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: T0 });
       expect(again).toMatchObject({ attempt: 1, leaseGeneration: 2 });
     });
   });
@@ -421,7 +427,7 @@ describe('lease statements', () => {
       for (let i = 0; i < trials; i++) {
         const id = await insertJob(db.pool, { nextRunAt: at(T0, -1) });
         const [claimed, cancelled] = await Promise.all([
-          claimer.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: T0 }),
+          claimer.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: T0 }),
           canceller.lease.cancel('default', id, T0),
         ]);
         const wonClaim = claimed.length === 1;
@@ -445,9 +451,9 @@ describe('lease statements', () => {
     it('pauses and resumes a due job; a claimed one conflicts', async () => {
       const id = await insertJob(db.pool, { nextRunAt: at(T0, -1) });
       expect(await store.lease.pause('default', id, T0)).toEqual({ kind: 'done', jobId: id });
-      expect(await store.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 5, leaseMs: LEASE_MS, now: T0 })).toEqual([]);
+      expect(await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w', tasks: ['noop'], limit: 5, leaseMs: LEASE_MS, now: T0 })).toEqual([]);
       expect(await store.lease.resume('default', id, T0)).toEqual({ kind: 'done', jobId: id });
-      expect(await store.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 5, leaseMs: LEASE_MS, now: T0 })).toHaveLength(1);
+      expect(await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w', tasks: ['noop'], limit: 5, leaseMs: LEASE_MS, now: T0 })).toHaveLength(1);
       expect(await store.lease.pause('default', id, T0)).toEqual({ kind: 'conflict', state: 'CLAIMED' });
       expect(await store.lease.resume('default', 'x', T0)).toEqual({ kind: 'not-found' });
     });
@@ -457,9 +463,9 @@ describe('lease statements', () => {
       const id = await insertJob(db.pool, { schedule: '0 12 * * *', nextRunAt: nextOccurrence, occurrenceAt: nextOccurrence });
       const now = new Date('2030-01-01T09:30:00.000Z');
       expect(await store.lease.trigger('default', id, now)).toEqual({ kind: 'done', jobId: id });
-      const [run] = await store.lease.claimDue({ owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now });
+      const [run] = await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now });
       expect(run!.scheduledForMs).toBe(now.getTime());
-      await store.lease.complete([{ jobId: id, leaseGeneration: run!.leaseGeneration, outcome: 'SUCCEEDED' }], at(now, 1000));
+      await store.lease.complete([{ ...heldBy('w'), jobId: id, leaseGeneration: run!.leaseGeneration, outcome: 'SUCCEEDED' }], at(now, 1000));
       expect(await job(id)).toMatchObject({ state: 'DUE', next_run_at: nextOccurrence });
     });
 

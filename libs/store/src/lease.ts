@@ -26,9 +26,26 @@ export interface LeaseRef {
   leaseGeneration: number;
 }
 
+/**
+ * A lease named by the agent that says it holds it: renewals, outcomes and
+ * releases are fenced on the holder too, not only on the generation, so one
+ * agent cannot renew, settle or give back another agent's lease (issue: a
+ * rogue agent with a valid token completing someone else's job).
+ */
+export interface HeldLeaseRef extends LeaseRef {
+  /** The agent id the lease was granted to (lease_owner). */
+  owner: string;
+  /** The agent token it was granted to (lease_token); null for a coordinator running with --insecure. */
+  tokenId: string | null;
+}
+
 export interface ClaimRequest {
   /** Who holds the leases (the agent id); recorded as lease_owner and runs.worker_id. */
   owner: string;
+  /** The agent's token (recorded as lease_token); null when the coordinator runs with --insecure. */
+  tokenId: string | null;
+  /** Only jobs of this namespace (the agent token's). */
+  namespace: string;
   /** Task names the claimer can run; only these are claimed. */
   tasks: readonly string[];
   /** At most this many (the claimer's free slots). */
@@ -75,22 +92,23 @@ export interface ClaimedJob {
   claimedAtMs: number;
 }
 
-export type LeaseLostReason = 'stale-generation' | 'expired' | 'not-found';
+/** `not-owner`: the lease exists but was granted to another agent or token (refused, changes nothing). */
+export type LeaseLostReason = 'stale-generation' | 'expired' | 'not-found' | 'not-owner';
 
 export type RenewResult =
   | { kind: 'renewed'; jobId: string; leaseGeneration: number; remainingMs: number }
   | { kind: 'lost'; jobId: string; leaseGeneration: number; reason: LeaseLostReason };
 
-export interface CompletionReport extends LeaseRef {
+export interface CompletionReport extends HeldLeaseRef {
   outcome: Exclude<AttemptOutcome, 'LEASE_EXPIRED'>;
   error?: string | null;
 }
 
 export type CompleteResult =
   | { kind: 'recorded'; jobId: string; leaseGeneration: number; state: Settlement['state']; nextRunAt: Date | null }
-  | { kind: 'stale'; jobId: string; leaseGeneration: number };
+  | { kind: 'stale' | 'not-owner'; jobId: string; leaseGeneration: number };
 
-export type ReleaseResult = { kind: 'released' | 'stale'; jobId: string; leaseGeneration: number };
+export type ReleaseResult = { kind: 'released' | 'stale' | 'not-owner'; jobId: string; leaseGeneration: number };
 
 export type CancelResult =
   | { kind: 'cancelled' }
@@ -118,9 +136,9 @@ export function isJobId(value: string): boolean {
 
 export interface LeaseStatements {
   claimDue(request: ClaimRequest): Promise<ClaimedJob[]>;
-  renew(leases: readonly LeaseRef[], leaseMs: number, now?: Date): Promise<RenewResult[]>;
+  renew(leases: readonly HeldLeaseRef[], leaseMs: number, now?: Date): Promise<RenewResult[]>;
   complete(reports: readonly CompletionReport[], now?: Date): Promise<CompleteResult[]>;
-  release(leases: readonly LeaseRef[], reason: string, now?: Date): Promise<ReleaseResult[]>;
+  release(leases: readonly HeldLeaseRef[], reason: string, now?: Date): Promise<ReleaseResult[]>;
   reapExpired(options?: { limit?: number; now?: Date }): Promise<ReapResult>;
   skipMisfired(options?: { thresholdMs?: number; limit?: number; now?: Date }): Promise<{ skipped: number }>;
   cancel(namespace: string, jobId: string, now?: Date): Promise<CancelResult>;
@@ -170,15 +188,20 @@ const CLOCK = (param: number) => `coalesce($${param}::timestamptz, clock_timesta
 const EPOCH_MS = (expression: string) => `floor(extract(epoch FROM ${expression}) * 1000)::float8`;
 
 /**
- * Row locks for a batch of leases, taken in job-id order. Every statement that
+ * Row locks for a batch of held leases, taken in job-id order. A row matches
+ * only with its generation AND its holder (agent id and token), so a lease
+ * named by anyone but its holder locks nothing and changes nothing. Every statement that
  * locks several jobs does so in id order (the locked path of `complete` too),
  * so two batches sharing leases (a heartbeat's renewal and an outcome flush)
  * cannot deadlock; an `UPDATE … FROM unnest(…)` alone locks in whatever order
  * its plan visits rows (found by tools/chaos: "deadlock detected" on renew).
  */
-function lockInIdOrder(idsParam: string, generationsParam: string, extraCondition = ''): string {
-  return `SELECT j.id FROM jobs j JOIN unnest(${idsParam}::uuid[], ${generationsParam}::bigint[]) AS r(id, generation)
-      ON j.id = r.id AND j.lease_generation = r.generation
+function lockInIdOrder(firstParam: number, extraCondition = ''): string {
+  const [ids, generations, owners, tokens] = [0, 1, 2, 3].map((offset) => `$${firstParam + offset}`);
+  return `SELECT j.id FROM jobs j
+      JOIN unnest(${ids}::uuid[], ${generations}::bigint[], ${owners}::text[], ${tokens}::uuid[]) AS r(id, generation, owner, token)
+      ON j.id = r.id AND j.lease_generation = r.generation AND j.lease_owner = r.owner
+        AND j.lease_token IS NOT DISTINCT FROM r.token
     WHERE j.state = 'CLAIMED' ${extraCondition}
     ORDER BY j.id
     FOR UPDATE OF j`;
@@ -209,7 +232,7 @@ function lockInIdOrder(idsParam: string, generationsParam: string, extraConditio
 export const CLAIM_SQL = `
 WITH due AS MATERIALIZED (
   SELECT id FROM jobs
-  WHERE state = 'DUE' AND next_run_at <= (SELECT ${NOW(1)}) AND task = ANY($2::text[])
+  WHERE state = 'DUE' AND next_run_at <= (SELECT ${NOW(1)}) AND task = ANY($2::text[]) AND namespace = $7
     AND NOT (misfire_policy = 'skip' AND schedule IS NOT NULL
              AND next_run_at < ${NOW(1)} - make_interval(secs => $6::double precision / 1000))
   ORDER BY next_run_at
@@ -219,6 +242,7 @@ WITH due AS MATERIALIZED (
   UPDATE jobs j SET
     state = 'CLAIMED',
     lease_owner = $4,
+    lease_token = $8::uuid,
     lease_until = ${NOW(1)} + make_interval(secs => $5::double precision / 1000),
     lease_generation = j.lease_generation + 1,
     attempt = j.attempt + 1,
@@ -249,6 +273,8 @@ async function claimDue(pool: Pool, request: ClaimRequest): Promise<ClaimedJob[]
     request.owner,
     request.leaseMs,
     request.misfireThresholdMs ?? DEFAULT_MISFIRE_THRESHOLD_MS,
+    request.namespace,
+    request.tokenId,
   ]);
   return rows.map((row) => ({
     jobId: row.id,
@@ -279,7 +305,7 @@ async function claimDue(pool: Pool, request: ClaimRequest): Promise<ClaimedJob[]
  * as a duration, so the agent never compares its clock with ours.
  */
 const RENEW_SQL = `
-WITH locked AS (${lockInIdOrder('$3', '$4')})
+WITH locked AS (${lockInIdOrder(3)})
 UPDATE jobs j SET
   lease_until = ${NOW(1)} + make_interval(secs => $2::double precision / 1000),
   updated_at = ${NOW(1)}
@@ -288,40 +314,86 @@ WHERE j.id = locked.id
 RETURNING j.id, j.lease_generation,
   floor(extract(epoch FROM (j.lease_until - ${NOW(1)})) * 1000)::bigint AS remaining_ms`;
 
-async function renew(pool: Pool, leases: readonly LeaseRef[], leaseMs: number, now?: Date): Promise<RenewResult[]> {
-  const valid = leases.filter((lease) => isJobId(lease.jobId));
+async function renew(pool: Pool, leases: readonly HeldLeaseRef[], leaseMs: number, now?: Date): Promise<RenewResult[]> {
+  const valid = leases.filter(isWellFormed);
   const renewed = new Map<string, number>();
   if (valid.length > 0) {
-    const { rows } = await pool.query(RENEW_SQL, [
-      now ?? null,
-      leaseMs,
-      valid.map((lease) => lease.jobId),
-      valid.map((lease) => lease.leaseGeneration),
-    ]);
+    const { rows } = await pool.query(RENEW_SQL, [now ?? null, leaseMs, ...holderArrays(valid)]);
     for (const row of rows) renewed.set(leaseKey(row.id, Number(row.lease_generation)), Number(row.remaining_ms));
   }
   const lostIds = leases.filter((lease) => !renewed.has(leaseKey(lease.jobId, lease.leaseGeneration)));
-  const current = await currentGenerations(pool, lostIds);
+  const current = await currentHolders(pool, lostIds);
   return leases.map((lease): RenewResult => {
-    const remainingMs = renewed.get(leaseKey(lease.jobId, lease.leaseGeneration));
-    if (remainingMs !== undefined) return { kind: 'renewed', ...lease, remainingMs };
-    const now = current.get(lease.jobId);
+    const { jobId, leaseGeneration } = lease;
+    const remainingMs = renewed.get(leaseKey(jobId, leaseGeneration));
+    if (remainingMs !== undefined) return { kind: 'renewed', jobId, leaseGeneration, remainingMs };
+    const row = isWellFormed(lease) ? current.get(jobId.toLowerCase()) : undefined;
     const reason: LeaseLostReason =
-      now === undefined ? 'not-found' : now.generation !== lease.leaseGeneration ? 'stale-generation' : 'expired';
-    return { kind: 'lost', ...lease, reason };
+      row === undefined
+        ? 'not-found'
+        : row.generation !== leaseGeneration
+          ? 'stale-generation'
+          : isForeign(row, lease)
+            ? 'not-owner'
+            : 'expired';
+    return { kind: 'lost', jobId, leaseGeneration, reason };
   });
 }
 
-async function currentGenerations(
-  pool: Pool,
-  leases: readonly LeaseRef[],
-): Promise<Map<string, { generation: number; state: string }>> {
-  const ids = [...new Set(leases.map((lease) => lease.jobId).filter(isJobId))];
-  const result = new Map<string, { generation: number; state: string }>();
+/**
+ * A lease reference the statements can bind: a uuid job id and a generation
+ * PostgreSQL's bigint can hold. Anything else (a generation of 2^63 from a
+ * broken agent) is answered on its own as not found and never reaches a batch
+ * statement, where one bad value would fail everybody's renewals.
+ */
+function isWellFormed(lease: LeaseRef): boolean {
+  return isJobId(lease.jobId) && Number.isSafeInteger(lease.leaseGeneration) && lease.leaseGeneration >= 1;
+}
+
+function holderArrays(leases: readonly HeldLeaseRef[]): [string[], number[], string[], Array<string | null>] {
+  return [
+    leases.map((lease) => lease.jobId),
+    leases.map((lease) => lease.leaseGeneration),
+    leases.map((lease) => lease.owner),
+    leases.map((lease) => (lease.tokenId !== null && isJobId(lease.tokenId) ? lease.tokenId : null)),
+  ];
+}
+
+interface CurrentHolder {
+  generation: number;
+  state: string;
+  owner: string | null;
+  tokenId: string | null;
+}
+
+function isForeign(row: CurrentHolder, lease: HeldLeaseRef): boolean {
+  return row.state === 'CLAIMED' && (row.owner !== lease.owner || row.tokenId !== lease.tokenId);
+}
+
+/** The current generation and holder of each named job (read after a refusal, to say why). */
+async function currentHolders(pool: Pool, leases: readonly LeaseRef[]): Promise<Map<string, CurrentHolder>> {
+  const ids = [...new Set(leases.filter(isWellFormed).map((lease) => lease.jobId.toLowerCase()))];
+  const result = new Map<string, CurrentHolder>();
   if (ids.length === 0) return result;
-  const { rows } = await pool.query('SELECT id, lease_generation, state FROM jobs WHERE id = ANY($1::uuid[])', [ids]);
-  for (const row of rows) result.set(row.id, { generation: Number(row.lease_generation), state: row.state });
+  const { rows } = await pool.query(
+    'SELECT id, lease_generation, state, lease_owner, lease_token FROM jobs WHERE id = ANY($1::uuid[])',
+    [ids],
+  );
+  for (const row of rows) {
+    result.set(row.id, {
+      generation: Number(row.lease_generation),
+      state: row.state,
+      owner: row.lease_owner,
+      tokenId: row.lease_token,
+    });
+  }
   return result;
+}
+
+/** `stale`, or `not-owner` when the lease is current but held by someone else. */
+function refusal(lease: HeldLeaseRef, current: Map<string, CurrentHolder>): 'stale' | 'not-owner' {
+  const row = isWellFormed(lease) ? current.get(lease.jobId.toLowerCase()) : undefined;
+  return row !== undefined && row.generation === lease.leaseGeneration && isForeign(row, lease) ? 'not-owner' : 'stale';
 }
 
 // ---------------------------------------------------------------------------
@@ -378,7 +450,7 @@ async function complete(
   const firstIndex = new Map<string, number>();
   reports.forEach((report, index) => {
     const key = leaseKey(report.jobId, report.leaseGeneration);
-    if (isJobId(report.jobId) && !firstIndex.has(key)) firstIndex.set(key, index);
+    if (isWellFormed(report) && !firstIndex.has(key)) firstIndex.set(key, index);
   });
   const firstReports = [...firstIndex.values()].map((index) => reports[index]!);
   // Only the state and next run time are reported back (CompleteResult).
@@ -386,11 +458,7 @@ async function complete(
   // Fast path, one statement: successful one-off runs need no schedule arithmetic.
   const simple = firstReports.filter((report) => report.outcome === 'SUCCEEDED');
   if (simple.length > 0) {
-    const { rows } = await pool.query(COMPLETE_SIMPLE_SQL, [
-      now ?? null,
-      simple.map((r) => r.jobId),
-      simple.map((r) => r.leaseGeneration),
-    ]);
+    const { rows } = await pool.query(COMPLETE_SIMPLE_SQL, [now ?? null, ...holderArrays(simple)]);
     for (const row of rows) {
       settled.set(leaseKey(row.id, Number(row.lease_generation)), { state: 'COMPLETED', nextRunAt: null });
     }
@@ -401,13 +469,9 @@ async function complete(
   if (candidates.length > 0) {
     await inTransaction(pool, async (client) => {
       const { rows } = await client.query(
-        `SELECT ${LOCKED_COLUMNS}, ${NOW(1)} AS now
-         FROM jobs j JOIN unnest($2::uuid[], $3::bigint[]) AS r(id, generation)
-           ON j.id = r.id AND j.lease_generation = r.generation
-         WHERE j.state = 'CLAIMED'
-         ORDER BY j.id
-         FOR UPDATE OF j`,
-        [now ?? null, candidates.map((r) => r.jobId), candidates.map((r) => r.leaseGeneration)],
+        `WITH locked AS (${lockInIdOrder(2)})
+         SELECT ${LOCKED_COLUMNS}, ${NOW(1)} AS now FROM jobs j JOIN locked ON locked.id = j.id`,
+        [now ?? null, ...holderArrays(candidates)],
       );
       if (rows.length === 0) return;
       const dbNow = rows[0]!.now as Date;
@@ -421,10 +485,15 @@ async function complete(
       for (const { job } of endings) settled.set(leaseKey(job.id, job.leaseGeneration), results.get(job.id)!);
     });
   }
+  const refused = reports.filter((report) => !settled.has(leaseKey(report.jobId, report.leaseGeneration)));
+  const current = await currentHolders(pool, refused);
   return reports.map((report, index): CompleteResult => {
     const key = leaseKey(report.jobId, report.leaseGeneration);
     const settlement = firstIndex.get(key) === index ? settled.get(key) : undefined;
-    if (settlement === undefined) return { kind: 'stale', jobId: report.jobId, leaseGeneration: report.leaseGeneration };
+    if (settlement === undefined) {
+      const kind = settled.has(key) ? 'stale' : refusal(report, current);
+      return { kind, jobId: report.jobId, leaseGeneration: report.leaseGeneration };
+    }
     return {
       kind: 'recorded',
       jobId: report.jobId,
@@ -442,8 +511,8 @@ async function complete(
  * through `applyEndings`.
  */
 const COMPLETE_SIMPLE_SQL = `
-WITH locked AS (${lockInIdOrder('$2', '$3', 'AND j.schedule IS NULL')}), done AS (
-  UPDATE jobs j SET state = 'COMPLETED', next_run_at = NULL, lease_until = NULL, lease_owner = NULL,
+WITH locked AS (${lockInIdOrder(2, 'AND j.schedule IS NULL')}), done AS (
+  UPDATE jobs j SET state = 'COMPLETED', next_run_at = NULL, lease_until = NULL, lease_owner = NULL, lease_token = NULL,
     updated_at = ${NOW(1)}
   FROM locked
   WHERE j.id = locked.id
@@ -511,7 +580,7 @@ async function applyEndings(
   await client.query(
     `UPDATE jobs j SET
        state = u.state, next_run_at = u.next_run_at, occurrence_at = u.occurrence_at, attempt = u.attempt,
-       lease_until = NULL, lease_owner = NULL, updated_at = $6
+       lease_until = NULL, lease_owner = NULL, lease_token = NULL, updated_at = $6
      FROM unnest($1::uuid[], $2::kairos_job_state[], $3::timestamptz[], $4::timestamptz[], $5::int[])
        AS u(id, state, next_run_at, occurrence_at, attempt)
      WHERE j.id = u.id`,
@@ -604,30 +673,37 @@ async function skipMisfired(
 // ---------------------------------------------------------------------------
 // release (an agent drains: give back leases it has not started)
 
-async function release(pool: Pool, leases: readonly LeaseRef[], reason: string, now?: Date): Promise<ReleaseResult[]> {
-  const valid = leases.filter((lease) => isJobId(lease.jobId));
+async function release(pool: Pool, leases: readonly HeldLeaseRef[], reason: string, now?: Date): Promise<ReleaseResult[]> {
+  const valid = leases.filter(isWellFormed);
   const released = new Set<string>();
   if (valid.length > 0) {
     const { rows } = await pool.query(
-      `WITH locked AS (${lockInIdOrder('$2', '$3')}), released AS (
-         UPDATE jobs j SET state = 'DUE', lease_owner = NULL, lease_until = NULL,
+      `WITH locked AS (${lockInIdOrder(2)}), released AS (
+         UPDATE jobs j SET state = 'DUE', lease_owner = NULL, lease_token = NULL, lease_until = NULL,
            attempt = j.attempt - 1, updated_at = ${NOW(1)}
          FROM locked
          WHERE j.id = locked.id
          RETURNING j.id, j.lease_generation
        ), runs_closed AS (
-         UPDATE runs r SET outcome = 'CANCELLED', finished_at = ${NOW(1)}, error = $4
+         UPDATE runs r SET outcome = 'CANCELLED', finished_at = ${NOW(1)}, error = $6
          FROM released WHERE r.job_id = released.id AND r.lease_generation = released.lease_generation
            AND r.outcome = 'RUNNING'
        )
        SELECT id, lease_generation FROM released`,
-      [now ?? null, valid.map((l) => l.jobId), valid.map((l) => l.leaseGeneration), truncateError(`released before start: ${reason}`)],
+      [now ?? null, ...holderArrays(valid), truncateError(`released before start: ${reason}`)],
     );
     for (const row of rows) released.add(leaseKey(row.id, Number(row.lease_generation)));
   }
-  return leases.map((lease) => ({
-    kind: released.has(leaseKey(lease.jobId, lease.leaseGeneration)) ? 'released' : 'stale',
-    ...lease,
+  const current = await currentHolders(
+    pool,
+    leases.filter((lease) => !released.has(leaseKey(lease.jobId, lease.leaseGeneration))),
+  );
+  return leases.map(({ jobId, leaseGeneration, ...holder }) => ({
+    kind: released.has(leaseKey(jobId, leaseGeneration))
+      ? 'released'
+      : refusal({ jobId, leaseGeneration, ...holder }, current),
+    jobId,
+    leaseGeneration,
   }));
 }
 

@@ -4,7 +4,7 @@ import { getTableColumns } from 'drizzle-orm';
 import { getTableConfig } from 'drizzle-orm/pg-core';
 import { createTestDatabase, type TestDatabase } from '@kairos/testing';
 import { dumpSchema } from './schema-dump';
-import { jobs, runs } from './schema';
+import { jobs, runs, tokens } from './schema';
 
 describe('schema', () => {
   let db: TestDatabase;
@@ -20,7 +20,7 @@ describe('schema', () => {
     expect(await dumpSchema(db.pool)).toBe(committed);
   });
 
-  it.each([jobs, runs])('drizzle table %# names exactly the migrated columns', async (table) => {
+  it.each([jobs, runs, tokens])('drizzle table %# names exactly the migrated columns', async (table) => {
     const { name } = getTableConfig(table);
     const { rows } = await db.pool.query(
       `SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1`,

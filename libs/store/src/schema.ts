@@ -36,6 +36,8 @@ export const jobs = pgTable('jobs', {
   nextRunAt: tstz('next_run_at'),
   leaseUntil: tstz('lease_until'),
   leaseOwner: text('lease_owner'),
+  // The agent token the lease was granted to (migration 0004); read and written only by lease.ts.
+  leaseToken: uuid('lease_token'),
   leaseGeneration: bigint('lease_generation', { mode: 'number' }).notNull().default(sql`0`),
   attempt: integer('attempt').notNull().default(0),
   maxAttempts: integer('max_attempts').notNull().default(3),
@@ -59,4 +61,17 @@ export const runs = pgTable('runs', {
   finishedAt: tstz('finished_at'),
   outcome: runOutcome('outcome').notNull(),
   error: text('error'),
+});
+
+export const tokenRole = pgEnum('kairos_token_role', ['reader', 'writer', 'admin', 'agent']);
+
+export const tokens = pgTable('tokens', {
+  id: uuid('id').primaryKey().defaultRandom(),
+  namespace: text('namespace').notNull(),
+  role: tokenRole('role').notNull(),
+  name: text('name'),
+  secretHash: text('secret_hash').notNull(),
+  createdAt: tstz('created_at').notNull().defaultNow(),
+  expiresAt: tstz('expires_at'),
+  revokedAt: tstz('revoked_at'),
 });

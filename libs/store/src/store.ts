@@ -4,21 +4,25 @@
  */
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { Client, Pool, type ClientConfig, type PoolConfig } from 'pg';
+import { listenForDueJobs, type DueListener } from './due-notifications';
 import { jobQueries, type JobQueries } from './jobs';
 import { leaseStatements, type LeaseStatements } from './lease';
 import { migrate } from './migrate';
 import { runQueries, type RunQueries } from './runs';
 import type { RetryPolicy } from './settle';
+import { tokenQueries, type TokenQueries } from './tokens';
 
 export interface Store {
   readonly jobs: JobQueries;
   readonly runs: RunQueries;
   readonly lease: LeaseStatements;
+  readonly tokens: TokenQueries;
   /** Applies pending migrations; returns the names applied. */
   migrate(): Promise<string[]>;
   /** True when a trivial query answers (readiness). */
   ping(): Promise<boolean>;
-  readonly pool: Pool;
+  /** Calls `onDue` whenever a job may have become due (any coordinator's write), on its own connection. */
+  onJobsDue(onDue: () => void, hooks?: { onReconnected?: () => void }): DueListener;
   close(): Promise<void>;
 }
 
@@ -27,11 +31,13 @@ export interface StoreOptions {
 }
 
 export function createStore(pool: Pool, options: StoreOptions = {}): Store {
+  const connectionString = (pool.options as { connectionString?: string }).connectionString;
   const db = drizzle({ client: pool });
   return {
     jobs: jobQueries(db),
     runs: runQueries(db),
     lease: leaseStatements(pool, options.retry),
+    tokens: tokenQueries(db),
     migrate: () => migrate(pool),
     async ping() {
       try {
@@ -41,7 +47,10 @@ export function createStore(pool: Pool, options: StoreOptions = {}): Store {
         return false;
       }
     },
-    pool,
+    onJobsDue(onDue, hooks) {
+      if (connectionString === undefined) throw new Error('onJobsDue needs a pool made from a connection string');
+      return listenForDueJobs(connectionString, onDue, hooks);
+    },
     close: () => pool.end(),
   };
 }

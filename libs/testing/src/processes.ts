@@ -135,6 +135,12 @@ export async function startCoordinatorProcess(options: {
   leaseMs?: number;
   name?: string;
   grpcPort?: number;
+  /**
+   * Require tokens (the production default). Off by default here: the fault
+   * and protocol tests predate authentication and exercise the same code path
+   * as the anonymous caller of an --insecure coordinator.
+   */
+  auth?: boolean;
   env?: Record<string, string>;
 }): Promise<CoordinatorProcess> {
   const name = options.name ?? 'coordinator';
@@ -149,6 +155,7 @@ export async function startCoordinatorProcess(options: {
     KAIROS_SHUTDOWN_GRACE_MS: '1000',
     KAIROS_COORDINATOR_ID: name,
     KAIROS_LOG_LEVEL: 'info',
+    KAIROS_INSECURE: options.auth === true ? 'false' : 'true',
     ...options.env,
   });
   const ready = await proc.waitForLine((line) => line.msg === 'coordinator ready', 30_000);

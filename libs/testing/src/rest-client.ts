@@ -7,11 +7,15 @@ export interface RestResponse<T = any> {
   body: T;
 }
 
-export function restClient(baseUrl: string) {
+/** `token`: sent as `authorization: Bearer <token>`. */
+export function restClient(baseUrl: string, token?: string) {
   async function call<T>(method: string, path: string, body?: unknown): Promise<RestResponse<T>> {
     const response = await fetch(`${baseUrl}${path}`, {
       method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      headers: {
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     const text = await response.text();

@@ -16,6 +16,7 @@ import { UsageError } from '../errors';
 import { wholeNumber } from '../flags';
 import type { CliIo } from '../io';
 import { writeJson } from '../output';
+import { ensureDevTokens, type DevTokens } from './dev-tokens';
 import type { AgentOverrides, CoordinatorOverrides, ProcessModules, StoreModule } from './process-modules';
 
 const DEFAULT_DATA_DIR = '.kairos';
@@ -23,8 +24,8 @@ const DEFAULT_DATA_DIR = '.kairos';
 /** The dev stack's agent: the built-in tasks except exec, which stays off. */
 const DEV_AGENT = { tasks: ['http', 'sleep'], capacity: 8 } as const;
 
-function devAgentOverrides(coordinatorAddress: string): AgentOverrides {
-  return { coordinator: coordinatorAddress, tasks: [...DEV_AGENT.tasks], capacity: DEV_AGENT.capacity, execAllow: [] };
+function devAgentOverrides(coordinatorAddress: string, token: string): AgentOverrides {
+  return { coordinator: coordinatorAddress, tasks: [...DEV_AGENT.tasks], capacity: DEV_AGENT.capacity, execAllow: [], token };
 }
 
 interface DatabaseFlags {
@@ -33,6 +34,8 @@ interface DatabaseFlags {
 }
 
 interface CoordinatorFlags extends DatabaseFlags {
+  host?: string;
+  insecure?: boolean;
   httpPort?: number;
   grpcPort?: number;
   leaseMs?: number;
@@ -62,7 +65,9 @@ export function registerProcessCommands(program: Command, io: CliIo, modules: Pr
 
   addCoordinatorFlags(
     program.command('coordinator').description('run a coordinator (gRPC + REST); embedded PostgreSQL when no DATABASE_URL'),
-  ).action(async (flags: CoordinatorFlags) => {
+  )
+    .option('--insecure', 'admit calls and agents without a token (env KAIROS_INSECURE=true); logged as a warning')
+    .action(async (flags: CoordinatorFlags) => {
     const stopRequested = io.stopRequested();
     const { startCoordinator, coordinatorOptionsFromEnv } = modules.coordinator();
     const options = configuration(() => coordinatorOptionsFromEnv(io.env, coordinatorOverrides(flags)));
@@ -85,21 +90,32 @@ export function registerProcessCommands(program: Command, io: CliIo, modules: Pr
   addCoordinatorFlags(
     program
       .command('dev')
-      .description('coordinator + one local agent (http, sleep) on embedded PostgreSQL: what `npm start` runs'),
+      .description('coordinator + one local agent (http, sleep) on embedded PostgreSQL, on 127.0.0.1, with tokens: what `npm start` runs'),
   ).action(async (flags: CoordinatorFlags) => {
     const stopRequested = io.stopRequested();
     const { startCoordinator, coordinatorOptionsFromEnv } = modules.coordinator();
     const { startAgent, agentOptionsFromEnv } = modules.agent();
-    const options = configuration(() => coordinatorOptionsFromEnv(io.env, coordinatorOverrides(flags)));
+    // Loopback unless KAIROS_HOST / --host says otherwise; authentication always on.
+    const overrides: CoordinatorOverrides = {
+      host: nonEmpty(io.env['KAIROS_HOST']) ?? '127.0.0.1',
+      ...coordinatorOverrides(flags),
+      insecure: false,
+    };
+    const options = configuration(() => coordinatorOptionsFromEnv(io.env, overrides));
+    const dataDir = flags.dataDir ?? nonEmpty(io.env['KAIROS_DATA_DIR']) ?? DEFAULT_DATA_DIR;
     const coordinator = await startCoordinator(options);
     let agent;
+    let tokens: DevTokens;
     try {
-      agent = await startAgent(configuration(() => agentOptionsFromEnv(io.env, devAgentOverrides(coordinator.grpcAddress))));
+      tokens = await ensureDevTokens(modules.store(), coordinator.databaseUrl, dataDir);
+      agent = await startAgent(
+        configuration(() => agentOptionsFromEnv(io.env, devAgentOverrides(coordinator.grpcAddress, tokens.agent))),
+      );
     } catch (error: unknown) {
       await coordinator.stop();
       throw error;
     }
-    io.stdout.write(devBanner(coordinator, new Date(), io.env['KAIROS_HTTP_ALLOW_HOSTS']));
+    io.stdout.write(devBanner(coordinator, new Date(), io.env['KAIROS_HTTP_ALLOW_HOSTS'], tokens));
     await stopRequested;
     await agent.drain();
     await coordinator.stop();
@@ -108,6 +124,7 @@ export function registerProcessCommands(program: Command, io: CliIo, modules: Pr
 
 function addCoordinatorFlags(command: Command): Command {
   return command
+    .option('--host <address>', 'listen address (env KAIROS_HOST; coordinator default 0.0.0.0, dev 127.0.0.1)')
     .option('--http-port <port>', 'REST port (env KAIROS_HTTP_PORT, default 8080)', wholeNumber(0))
     .option('--grpc-port <port>', 'gRPC port (env KAIROS_GRPC_PORT, default 50051)', wholeNumber(0))
     .option('--lease-ms <ms>', 'lease length: crash detection time (env KAIROS_LEASE_MS, default 10000)', wholeNumber(1))
@@ -153,6 +170,8 @@ async function migrateAt(store: StoreModule, connectionString: string): Promise<
 
 function coordinatorOverrides(flags: CoordinatorFlags): CoordinatorOverrides {
   return definedOnly({
+    host: flags.host,
+    insecure: flags.insecure,
     httpPort: flags.httpPort,
     grpcPort: flags.grpcPort,
     leaseMs: flags.leaseMs,
@@ -185,6 +204,18 @@ function definedOnly<T extends object>(value: T): { [K in keyof T]?: Exclude<T[K
   };
 }
 
+/** A connection string with its password replaced by `***`, for printing. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password === '') return url;
+    parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(unprintable connection string)';
+  }
+}
+
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value === '' ? undefined : value;
 }
@@ -194,6 +225,7 @@ export function devBanner(
   coordinator: { httpUrl: string; grpcAddress: string; databaseUrl: string },
   now: Date,
   httpAllowHosts: string | undefined,
+  tokens: { admin: string; adminFile: string },
 ): string {
   const runAt = new Date(now.getTime() + 5_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
   const address = coordinator.grpcAddress === '127.0.0.1:50051' ? '' : ` --address ${coordinator.grpcAddress}`;
@@ -204,11 +236,14 @@ export function devBanner(
     '',
     `  REST API      ${coordinator.httpUrl}`,
     `  gRPC          ${coordinator.grpcAddress}`,
-    `  DATABASE_URL  ${coordinator.databaseUrl}`,
+    `  DATABASE_URL  ${redactUrl(coordinator.databaseUrl)}`,
+    `  admin token   ${tokens.admin}`,
+    `                (in ${tokens.adminFile}, mode 0600; the CLI uses it when no --token or KAIROS_TOKEN is given)`,
     '',
     'Schedule a job that sleeps for a second, a few seconds from now:',
     '',
     `  curl -sS -X POST ${coordinator.httpUrl}/jobs -H 'content-type: application/json' \\`,
+    `    -H "authorization: Bearer $(cat ${tokens.adminFile})" \\`,
     `    -d '${body}'`,
     `  npx kairos${address} jobs create --task sleep --payload '{"seconds":1}' --run-at ${runAt}`,
     '',

@@ -1,38 +1,104 @@
 /**
  * AgentService/Connect: one bidi stream per agent (proto/kairos/v1/agent.proto
  * is the contract). This file moves the session's state and turns messages
- * into dispatcher calls; the dispatcher owns claiming and batching.
+ * into dispatcher calls; the dispatcher owns claiming and batching, and
+ * agent-wire.ts maps and checks the messages.
  *
- * Messages are handled in arrival order per stream, except that database work
- * (renew, complete, release) runs concurrently with reading the next message;
- * each reply is sent when its own statement returns.
+ * Messages are handled in arrival order per stream (Hello's authentication is
+ * awaited before anything after it), except that database work (renew,
+ * complete, release) runs concurrently with reading the next message; each
+ * reply is sent when its own statement returns.
+ *
+ * A broken or hostile peer is contained here:
+ * - the stream must authenticate with an agent token (metadata
+ *   `authorization: Bearer …`) and send Hello within `helloTimeoutMs`;
+ * - a stream silent for `silenceLimitMs` (no heartbeat) is closed;
+ * - no message may name more leases than MAX_LEASES_PER_MESSAGE allows for the
+ *   agent's capacity; a lease reference that is not well formed is answered
+ *   on its own and never joins a batch statement (agent-wire.ts);
+ * - the token is checked again on every heartbeat (through the cache), so a
+ *   revoked token loses its stream within the cache time;
+ * - one agent id is one identity: a second stream with the same id and the
+ *   same token replaces the first on this coordinator (a reconnect whose old
+ *   connection has not died yet); the same id with another token is refused.
+ *   Leases are granted to agent id + token in the database, so across
+ *   coordinators too no other credential can renew or settle them.
  */
 import { status, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { type AgentMessage, type CoordinatorMessage, type LeaseRef as WireLeaseRef } from '@kairos/proto';
-import type { LeaseRef } from '@kairos/store';
+import type { AgentMessage, CoordinatorMessage, Hello } from '@kairos/proto';
+import { StoreUnavailableError, type LeaseRef } from '@kairos/store';
 import type { CoordinatorOptions } from '../config';
-import { createSession, leaseKey, type AgentSession, type CoordinatorMessageInit } from '../dispatch/agent-session';
-import { outcomeAck, renewStatus, type Dispatcher } from '../dispatch/dispatcher';
+import { agentOf, createSession, leaseKey, type AgentInfo, type AgentSession, type CoordinatorMessageInit } from '../dispatch/agent-session';
+import type { Dispatcher } from '../dispatch/dispatcher';
+import {
+  leaseFromWire,
+  malformedOutcomeAck,
+  malformedRenewStatus,
+  outcomeAck,
+  outcomeFromWire,
+  renewStatus,
+  type CompletionWithoutHolder,
+} from './agent-wire';
+import { authorize, type Authenticator } from './auth';
+import { ApiError } from './errors';
 
-const MAX_CAPACITY = 10_000;
+export const MAX_CAPACITY = 10_000;
+const MAX_TASKS = 100;
+const MAX_TASK_CHARS = 100;
+const MAX_AGENT_ID_CHARS = 200;
 
-export function connectHandler(deps: { dispatcher: Dispatcher; options: CoordinatorOptions; logger: Logger; isShuttingDown: () => boolean }) {
+/** Most leases one Hello, Heartbeat, Outcomes or Release may name: an agent holds at most its capacity. */
+export function maxLeasesPerMessage(capacity: number): number {
+  return capacity * 2 + 16;
+}
+
+export interface AgentStreamDeps {
+  dispatcher: Dispatcher;
+  options: CoordinatorOptions;
+  auth: Authenticator;
+  logger: Logger;
+  isShuttingDown: () => boolean;
+}
+
+type Call = ServerDuplexStream<AgentMessage, CoordinatorMessage | CoordinatorMessageInit>;
+
+export function connectHandler(deps: AgentStreamDeps) {
   const { dispatcher, options } = deps;
   const heartbeatIntervalMs = options.heartbeatIntervalMs;
 
-  return (call: ServerDuplexStream<AgentMessage, CoordinatorMessage | CoordinatorMessageInit>) => {
+  return (call: Call) => {
     const session = createSession(call);
     let logger = deps.logger.child({ session: session.sessionId });
+    const authorizationValue = call.metadata.get('authorization')[0];
+    const authorization = typeof authorizationValue === 'string' ? authorizationValue : undefined;
+    let queue: Promise<void> = Promise.resolve();
+
+    const helloTimer = setTimeout(
+      () => fail(status.DEADLINE_EXCEEDED, `no Hello within ${options.agentHelloTimeoutMs} ms`),
+      options.agentHelloTimeoutMs,
+    );
+    const silenceTimer = setInterval(() => {
+      const silentMs = performance.now() - session.lastSeenMs;
+      if (silentMs > options.agentSilenceLimitMs) {
+        fail(status.UNAVAILABLE, `no message for ${Math.round(silentMs)} ms (limit ${options.agentSilenceLimitMs} ms): closing the stream`);
+      }
+    }, Math.max(50, Math.min(heartbeatIntervalMs, options.agentSilenceLimitMs)));
+    helloTimer.unref();
+    silenceTimer.unref();
 
     const fail = (code: status, details: string) => {
+      if (session.state.kind === 'closed') return;
       logger.warn({ code, details }, 'closing agent stream');
       close();
       // emit('error') ends the call with this status; destroy() would drop the stream
       // without ever sending one, and the agent would wait for it.
       call.emit('error', Object.assign(new Error(details), { code, details }));
     };
+    session.terminate = fail;
     const close = () => {
+      clearTimeout(helloTimer);
+      clearInterval(silenceTimer);
       if (session.state.kind === 'closed') return;
       session.state = { kind: 'closed' };
       dispatcher.removeSession(session);
@@ -42,78 +108,114 @@ export function connectHandler(deps: { dispatcher: Dispatcher; options: Coordina
       // Database trouble: no reply. The agent's trust window and retries cover it.
       logger.warn({ err: error }, `${what} failed`);
     };
+    /** A message naming more leases than the agent can hold is a broken peer: the stream ends. */
+    const tooMany = (field: string, count: number, agent: AgentInfo): boolean => {
+      const limit = maxLeasesPerMessage(agent.capacity);
+      if (count <= limit) return false;
+      fail(status.INVALID_ARGUMENT, `${field} names ${count} leases; at most ${limit} for capacity ${agent.capacity}`);
+      return true;
+    };
 
-    call.on('data', (message: AgentMessage) => {
+    async function onHello(hello: Hello): Promise<void> {
+      if (deps.isShuttingDown()) {
+        // A new stream to a coordinator that is draining would only be told to
+        // move on again. Refusing it makes the agent back off and dial a new
+        // connection, which reaches another coordinator (chaos finding 3).
+        return fail(status.UNAVAILABLE, 'coordinator is shutting down: connect to another one');
+      }
+      let agent: AgentInfo;
+      try {
+        const principal = await deps.auth.authenticate(authorization);
+        authorize(principal, 'agent');
+        agent = {
+          agentId: hello.agentId,
+          namespace: principal.namespace,
+          tokenId: principal.tokenId,
+          tasks: [...new Set(hello.tasks.filter((task) => task.length > 0))],
+          capacity: hello.capacity,
+          version: hello.version.slice(0, 100),
+        };
+      } catch (error: unknown) {
+        return fail(...refusal(error));
+      }
+      // Authenticated first: a peer without a valid token learns nothing about what a Hello must hold.
+      const invalid = checkHello(hello);
+      if (invalid) return fail(status.INVALID_ARGUMENT, invalid);
+      if (session.state.kind === 'closed') return;
+      const existing = dispatcher.sessions().find((other) => other !== session && agentOf(other)?.agentId === agent.agentId);
+      if (existing) {
+        if (agentOf(existing)!.tokenId !== agent.tokenId) {
+          return fail(status.PERMISSION_DENIED, `agent id ${agent.agentId} is connected here with another token`);
+        }
+        existing.terminate?.(status.ABORTED, 'replaced by a newer stream of the same agent');
+      }
+      clearTimeout(helloTimer);
+      logger = logger.child({ agentId: agent.agentId, namespace: agent.namespace });
+      session.state = { kind: 'active', agent };
+      session.send({
+        kind: {
+          case: 'welcome',
+          value: { coordinatorId: options.coordinatorId, leaseMs: options.leaseMs, heartbeatIntervalMs },
+        },
+      });
+      const held = wellFormed(hello.heldLeases.map(leaseFromWire));
+      // Count announced leases as held before the renewal answers, so the
+      // dispatcher never assigns into slots the agent is still using.
+      const seenAtMs = performance.now();
+      for (const lease of held) session.held.set(leaseKey(lease.jobId, lease.leaseGeneration), { ...lease, seenAtMs });
+      logger.info({ tasks: agent.tasks, capacity: agent.capacity, held: held.length }, 'agent connected');
+      if (held.length > 0) {
+        try {
+          const results = await dispatcher.renew(session, held, { complete: false, intervalMs: heartbeatIntervalMs });
+          session.send({ kind: { case: 'renewReply', value: { seq: 0n, statuses: results.map(renewStatus) } } });
+        } catch (error: unknown) {
+          report('renewal of announced leases')(error);
+        }
+      }
+      // The stream may have ended while the renewal ran: a closed session is never added.
+      if (!isClosed(session)) dispatcher.addSession(session);
+    }
+
+    function handle(message: AgentMessage): Promise<void> | void {
       const kind = message.kind;
-      session.lastSeenMs = performance.now();
       if (session.state.kind === 'closed') return;
       if (session.state.kind === 'awaiting-hello') {
         if (kind.case !== 'hello') return fail(status.INVALID_ARGUMENT, 'the first message must be Hello');
-        const hello = kind.value;
-        const tasks = [...new Set(hello.tasks.filter((t) => t.length > 0))];
-        if (hello.agentId.length === 0 || hello.agentId.length > 200) {
-          return fail(status.INVALID_ARGUMENT, 'hello.agent_id must be 1..200 characters');
-        }
-        if (hello.capacity < 1 || hello.capacity > MAX_CAPACITY) {
-          return fail(status.INVALID_ARGUMENT, `hello.capacity must be 1..${MAX_CAPACITY}`);
-        }
-        if (deps.isShuttingDown()) {
-          // A new stream to a coordinator that is draining would only be told to
-          // move on again. Refusing it makes the agent back off and dial a new
-          // connection, which reaches another coordinator (chaos finding 3).
-          return fail(status.UNAVAILABLE, 'coordinator is shutting down: connect to another one');
-        }
-        const agent = { agentId: hello.agentId, tasks, capacity: hello.capacity, version: hello.version };
-        logger = logger.child({ agentId: agent.agentId });
-        session.state = { kind: 'active', agent };
-        session.send({
-          kind: {
-            case: 'welcome',
-            value: { coordinatorId: options.coordinatorId, leaseMs: options.leaseMs, heartbeatIntervalMs },
-          },
-        });
-        const held = hello.heldLeases.map(fromWire);
-        // Count announced leases as held before the renewal answers, so the
-        // dispatcher never assigns into slots the agent is still using.
-        const seenAtMs = performance.now();
-        for (const lease of held) session.held.set(leaseKey(lease.jobId, lease.leaseGeneration), { ...lease, seenAtMs });
-        logger.info({ tasks, capacity: agent.capacity, held: held.length }, 'agent connected');
-        if (held.length > 0) {
-          dispatcher
-            .renew(session, held, { complete: false, intervalMs: heartbeatIntervalMs })
-            .then((results) => {
-              session.send({ kind: { case: 'renewReply', value: { seq: 0n, statuses: results.map(renewStatus) } } });
-              dispatcher.addSession(session);
-            })
-            .catch((error: unknown) => {
-              report('renewal of announced leases')(error);
-              dispatcher.addSession(session);
-            });
-        } else {
-          dispatcher.addSession(session);
-        }
-        return;
+        return onHello(kind.value);
       }
+      const agent = session.state.agent;
       switch (kind.case) {
         case 'hello':
           return fail(status.INVALID_ARGUMENT, 'Hello was already received on this stream');
         case 'heartbeat': {
+          if (tooMany('heartbeat.leases', kind.value.leases.length, agent)) return;
+          recheckToken();
           const seq = kind.value.seq;
           if (seq > session.lastHeartbeatSeq) session.lastHeartbeatSeq = seq;
+          const leases = kind.value.leases.map(leaseFromWire);
+          const refused = leases.flatMap((lease) => (lease.kind === 'malformed' ? [malformedRenewStatus(lease)] : []));
           dispatcher
-            .renew(session, kind.value.leases.map(fromWire), { complete: true, intervalMs: heartbeatIntervalMs })
-            .then((results) => session.send({ kind: { case: 'renewReply', value: { seq, statuses: results.map(renewStatus) } } }))
+            .renew(session, wellFormed(leases), { complete: true, intervalMs: heartbeatIntervalMs })
+            .then((results) =>
+              session.send({ kind: { case: 'renewReply', value: { seq, statuses: [...results.map(renewStatus), ...refused] } } }),
+            )
             .catch(report('heartbeat renewal'));
           return;
         }
-        case 'outcomes':
+        case 'outcomes': {
+          if (tooMany('outcomes.outcomes', kind.value.outcomes.length, agent)) return;
+          const outcomes = kind.value.outcomes.map(outcomeFromWire);
+          const refused = outcomes.flatMap((outcome) => (outcome.kind === 'malformed' ? [malformedOutcomeAck(outcome)] : []));
+          const reports = outcomes.flatMap((outcome): CompletionWithoutHolder[] => (outcome.kind === 'ok' ? [outcome.report] : []));
           dispatcher
-            .complete(session, kind.value.outcomes)
-            .then((results) => session.send({ kind: { case: 'outcomeAcks', value: { acks: results.map(outcomeAck) } } }))
+            .complete(session, reports)
+            .then((results) => session.send({ kind: { case: 'outcomeAcks', value: { acks: [...results.map(outcomeAck), ...refused] } } }))
             .catch(report('recording outcomes'));
           return;
+        }
         case 'release':
-          dispatcher.release(session, kind.value.leases.map(fromWire)).catch(report('release'));
+          if (tooMany('release.leases', kind.value.leases.length, agent)) return;
+          dispatcher.release(session, wellFormed(kind.value.leases.map(leaseFromWire))).catch(report('release'));
           return;
         case 'draining':
           if (session.state.kind === 'active') {
@@ -126,6 +228,18 @@ export function connectHandler(deps: { dispatcher: Dispatcher; options: Coordina
         default:
           return assertNever(kind);
       }
+    }
+
+    /** A token revoked (or expired) since the stream opened ends it, within the authentication cache time. */
+    function recheckToken(): void {
+      deps.auth.authenticate(authorization).catch((error: unknown) => {
+        if (error instanceof ApiError && error.kind === 'unauthenticated') fail(status.UNAUTHENTICATED, error.message);
+      });
+    }
+
+    call.on('data', (message: AgentMessage) => {
+      session.lastSeenMs = performance.now();
+      queue = queue.then(() => handle(message)).catch(report('handling an agent message'));
     });
     call.on('end', () => {
       close();
@@ -137,8 +251,38 @@ export function connectHandler(deps: { dispatcher: Dispatcher; options: Coordina
   };
 }
 
-function fromWire(lease: WireLeaseRef): LeaseRef {
-  return { jobId: lease.jobId, leaseGeneration: Number(lease.leaseGeneration) };
+/** What is wrong with a Hello, naming the field; undefined when nothing is. */
+function checkHello(hello: Hello): string | undefined {
+  if (hello.agentId.length === 0 || hello.agentId.length > MAX_AGENT_ID_CHARS) {
+    return `hello.agent_id must be 1..${MAX_AGENT_ID_CHARS} characters`;
+  }
+  if (hello.capacity < 1 || hello.capacity > MAX_CAPACITY) return `hello.capacity must be 1..${MAX_CAPACITY}`;
+  if (hello.tasks.length > MAX_TASKS) return `hello.tasks must name at most ${MAX_TASKS} tasks`;
+  if (hello.tasks.some((task) => task.length > MAX_TASK_CHARS)) {
+    return `hello.tasks entries must be at most ${MAX_TASK_CHARS} characters`;
+  }
+  const limit = maxLeasesPerMessage(hello.capacity);
+  if (hello.heldLeases.length > limit) {
+    return `hello.held_leases names ${hello.heldLeases.length} leases; at most ${limit} for capacity ${hello.capacity}`;
+  }
+  return undefined;
+}
+
+/** A function, so that a check after an await is not narrowed away by the compiler. */
+function isClosed(session: AgentSession): boolean {
+  return session.state.kind === 'closed';
+}
+
+function wellFormed(leases: ReturnType<typeof leaseFromWire>[]): LeaseRef[] {
+  return leases.flatMap((lease) => (lease.kind === 'ok' ? [lease.ref] : []));
+}
+
+/** The status a failed authentication or authorization ends the stream with. */
+function refusal(error: unknown): [status, string] {
+  if (error instanceof ApiError && error.kind === 'unauthenticated') return [status.UNAUTHENTICATED, error.message];
+  if (error instanceof ApiError && error.kind === 'permission_denied') return [status.PERMISSION_DENIED, error.message];
+  if (error instanceof StoreUnavailableError) return [status.UNAVAILABLE, 'the schedule store is unavailable; retry later'];
+  return [status.INTERNAL, 'could not authenticate the stream'];
 }
 
 function assertNever(value: never): never {

@@ -3,6 +3,9 @@
  * job-commands validates (so gRPC and REST accept and reject the same things)
  * and renders views as messages. Errors: errors.ts's table; the offending
  * field travels in the `kairos-field` trailing metadata entry.
+ *
+ * Every call authenticates from its `authorization` metadata and needs the
+ * permission named beside it; the namespace is the token's (auth.ts).
  */
 import { Metadata, type ServerErrorResponse, type sendUnaryData } from '@grpc/grpc-js';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
@@ -16,19 +19,31 @@ import {
   type ServiceMethods,
 } from '@kairos/proto';
 import type { Dispatcher } from '../dispatch/dispatcher';
+import { authorize, type Authenticator, type Permission } from './auth';
 import { ERROR_TABLE, toApiError } from './errors';
 import type { JobCommands, JobView, RunView } from './job-commands';
 
-const NAMESPACE = 'default';
-
 type Impl = GrpcServiceImplementation<ServiceMethods<typeof JobService>>;
 
-export function jobServiceImplementation(deps: { commands: JobCommands; dispatcher: Dispatcher; logger: Logger }): Impl {
+export function jobServiceImplementation(deps: {
+  commands: JobCommands;
+  dispatcher: Dispatcher;
+  auth: Authenticator;
+  logger: Logger;
+}): Impl {
   const { commands, logger } = deps;
 
-  function unary<Req, Res>(work: (request: Req) => Promise<Res>) {
-    return (call: { request: Req }, callback: sendUnaryData<Res>) => {
-      work(call.request).then(
+  /** A unary handler that runs `work` in the caller's namespace once the caller holds `permission`. */
+  function unary<Req, Res>(permission: Permission, work: (request: Req, namespace: string) => Promise<Res>) {
+    return (call: { request: Req; metadata: Metadata }, callback: sendUnaryData<Res>) => {
+      const authorization = call.metadata.get('authorization')[0];
+      deps.auth
+        .authenticate(typeof authorization === 'string' ? authorization : undefined)
+        .then((principal) => {
+          authorize(principal, permission);
+          return work(call.request, principal.namespace);
+        })
+        .then(
         (response) => callback(null, response),
         (error: unknown) => {
           const apiError = toApiError(error, (cause) => logger.error({ err: cause }, 'gRPC request failed'));
@@ -46,7 +61,7 @@ export function jobServiceImplementation(deps: { commands: JobCommands; dispatch
   }
 
   return {
-    createJob: unary(async (req) => {
+    createJob: unary('write', async (req, namespace) => {
       const body: Record<string, unknown> = { task: req.task };
       if (req.when.case === 'runAt') body.runAt = timestampDate(req.when.value).toISOString();
       if (req.when.case === 'schedule') body.schedule = req.when.value;
@@ -58,35 +73,35 @@ export function jobServiceImplementation(deps: { commands: JobCommands; dispatch
       if (req.misfirePolicy === MisfirePolicy.SKIP) body.misfirePolicy = 'skip';
       if (req.misfirePolicy === MisfirePolicy.FIRE_ONCE) body.misfirePolicy = 'fire-once';
       if (req.idempotencyKey) body.idempotencyKey = req.idempotencyKey;
-      const result = await commands.create(NAMESPACE, body);
+      const result = await commands.create(namespace, body);
       return { jobId: result.job.jobId, created: result.created };
     }),
-    getJob: unary(async (req) => ({ job: toJobMessage(await commands.get(NAMESPACE, req.jobId)) })),
-    listJobs: unary(async (req) => {
+    getJob: unary('read', async (req, namespace) => ({ job: toJobMessage(await commands.get(namespace, req.jobId)) })),
+    listJobs: unary('read', async (req, namespace) => {
       const query: Record<string, unknown> = {};
       if (req.state !== JobState.UNSPECIFIED) query.state = JobState[req.state];
       if (req.task) query.task = req.task;
       if (req.limit) query.limit = req.limit;
       if (req.cursor) query.cursor = req.cursor;
-      const page = await commands.list(NAMESPACE, query);
+      const page = await commands.list(namespace, query);
       return { jobs: page.jobs.map(toJobMessage), nextCursor: page.nextCursor ?? '' };
     }),
-    cancelJob: unary(async (req) => {
-      await commands.cancel(NAMESPACE, req.jobId);
+    cancelJob: unary('write', async (req, namespace) => {
+      await commands.cancel(namespace, req.jobId);
       return {};
     }),
-    pauseJob: unary(async (req) => ({ job: toJobMessage(await commands.pause(NAMESPACE, req.jobId)) })),
-    resumeJob: unary(async (req) => ({ job: toJobMessage(await commands.resume(NAMESPACE, req.jobId)) })),
-    triggerJob: unary(async (req) => ({ job: toJobMessage(await commands.trigger(NAMESPACE, req.jobId)) })),
-    listRuns: unary(async (req) => {
-      const page = await commands.runs(NAMESPACE, req.jobId, {
+    pauseJob: unary('write', async (req, namespace) => ({ job: toJobMessage(await commands.pause(namespace, req.jobId)) })),
+    resumeJob: unary('write', async (req, namespace) => ({ job: toJobMessage(await commands.resume(namespace, req.jobId)) })),
+    triggerJob: unary('write', async (req, namespace) => ({ job: toJobMessage(await commands.trigger(namespace, req.jobId)) })),
+    listRuns: unary('read', async (req, namespace) => {
+      const page = await commands.runs(namespace, req.jobId, {
         ...(req.limit ? { limit: Math.min(req.limit, 1000) } : {}),
         ...(req.cursor ? { cursor: req.cursor } : {}),
       });
       return { runs: page.runs.map(toRunMessage), nextCursor: page.nextCursor ?? '' };
     }),
-    listAgents: unary(async () => ({
-      agents: deps.dispatcher.agents().map((agent) => ({
+    listAgents: unary('read', async (_req, namespace) => ({
+      agents: deps.dispatcher.agents(namespace).map((agent) => ({
         agentId: agent.agentId,
         tasks: agent.tasks,
         capacity: agent.capacity,

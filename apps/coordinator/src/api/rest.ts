@@ -1,19 +1,35 @@
 /**
  * The JSON REST API (DESIGN.md's table), on fastify. Handlers parse, call
  * job-commands and render; every error goes through errors.ts.
+ *
+ * Every route but the probes and /metrics authenticates the caller first
+ * (auth.ts) and then checks the permission the route needs; the namespace a
+ * call works in is always the caller's token's, never a request field.
  */
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Dispatcher } from '../dispatch/dispatcher';
 import type { Metrics } from '../metrics';
+import { authorize, type Authenticator, type Permission, type Principal } from './auth';
 import { ApiError, ERROR_TABLE, errorBody, toApiError } from './errors';
 import type { JobCommands } from './job-commands';
+import type { TokenCommands } from './token-commands';
 import { LIMITS } from './validation';
 
-const NAMESPACE = 'default';
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the authentication hook on every non-public route. */
+    principal: Principal | null;
+  }
+}
+
+/** Routes anyone may call: probes for the orchestrator and the Prometheus scrape (counts only, no job data). */
+const PUBLIC_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
 
 export function createRestServer(deps: {
   commands: JobCommands;
+  tokens: TokenCommands;
+  auth: Authenticator;
   dispatcher: Dispatcher;
   metrics: Metrics;
   logger: Logger;
@@ -41,31 +57,58 @@ export function createRestServer(deps: {
     send(reply, new ApiError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`)),
   );
 
+  app.decorateRequest('principal', null);
+  app.addHook('onRequest', async (request) => {
+    if (PUBLIC_ROUTES.has(request.routeOptions.url ?? '')) return;
+    request.principal = await deps.auth.authenticate(request.headers.authorization);
+  });
+  /** The caller's namespace, once it is known to hold `permission`. */
+  const namespaceFor = (request: FastifyRequest, permission: Permission): string => {
+    const principal = request.principal;
+    if (principal === null) throw new ApiError('unauthenticated', 'a bearer token is required');
+    authorize(principal, permission);
+    return principal.namespace;
+  };
+
   app.post('/jobs', async (request, reply) => {
-    const result = await commands.create(NAMESPACE, request.body);
+    const result = await commands.create(namespaceFor(request, 'write'), request.body);
     return reply.code(result.created ? 201 : 200).send({ jobId: result.job.jobId, job: result.job });
   });
-  app.get<{ Params: { id: string } }>('/jobs/:id', async (request) => commands.get(NAMESPACE, request.params.id));
-  app.get<{ Querystring: Record<string, unknown> }>('/jobs', async (request) => commands.list(NAMESPACE, request.query));
+  app.get<{ Params: { id: string } }>('/jobs/:id', async (request) => commands.get(namespaceFor(request, 'read'), request.params.id));
+  app.get<{ Querystring: Record<string, unknown> }>('/jobs', async (request) =>
+    commands.list(namespaceFor(request, 'read'), request.query),
+  );
   app.delete<{ Params: { id: string } }>('/jobs/:id', async (request, reply) => {
-    await commands.cancel(NAMESPACE, request.params.id);
+    await commands.cancel(namespaceFor(request, 'write'), request.params.id);
     return reply.code(204).send();
   });
   app.get<{ Params: { id: string }; Querystring: { limit?: string; cursor?: string } }>('/jobs/:id/runs', async (request) => {
+    const namespace = namespaceFor(request, 'read');
     const limit = request.query.limit === undefined ? undefined : Number(request.query.limit);
     if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 1000)) {
       throw new ApiError('invalid_argument', 'limit must be an integer from 1 to 1000', 'limit');
     }
-    const page = await commands.runs(NAMESPACE, request.params.id, {
+    const page = await commands.runs(namespace, request.params.id, {
       ...(limit ? { limit } : {}),
       ...(request.query.cursor ? { cursor: request.query.cursor } : {}),
     });
     return page.runs;
   });
   for (const verb of ['pause', 'resume', 'trigger'] as const) {
-    app.post<{ Params: { id: string } }>(`/jobs/:id/${verb}`, async (request) => commands[verb](NAMESPACE, request.params.id));
+    app.post<{ Params: { id: string } }>(`/jobs/:id/${verb}`, async (request) =>
+      commands[verb](namespaceFor(request, 'write'), request.params.id),
+    );
   }
-  app.get('/agents', async () => deps.dispatcher.agents());
+  app.get('/agents', async (request) => deps.dispatcher.agents(namespaceFor(request, 'read')));
+  app.post('/tokens', async (request, reply) => {
+    const created = await deps.tokens.create(namespaceFor(request, 'admin'), request.body);
+    return reply.code(201).send({ id: created.token.id, secret: created.secret, token: created.token });
+  });
+  app.get('/tokens', async (request) => ({ tokens: await deps.tokens.list(namespaceFor(request, 'admin')) }));
+  app.delete<{ Params: { id: string } }>('/tokens/:id', async (request, reply) => {
+    await deps.tokens.revoke(namespaceFor(request, 'admin'), request.params.id);
+    return reply.code(204).send();
+  });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const ok = await deps.ready();

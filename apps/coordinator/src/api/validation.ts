@@ -178,7 +178,7 @@ function emptyToUndefined(value: unknown): unknown {
   return value === undefined || value === null || value === '' ? undefined : value;
 }
 
-function fromZod(error: z.ZodError): ValidationError {
+export function fromZod(error: z.ZodError): ValidationError {
   const issue = error.issues[0]!;
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0] ?? 'body';

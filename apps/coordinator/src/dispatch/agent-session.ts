@@ -19,6 +19,10 @@ import type { LeaseRef } from '@kairos/store';
 
 export interface AgentInfo {
   agentId: string;
+  /** The namespace of the agent's token: it is served only jobs of this namespace. */
+  namespace: string;
+  /** The agent's token (null on an --insecure coordinator): leases are granted to agent id + token. */
+  tokenId: string | null;
   tasks: readonly string[];
   capacity: number;
   version: string;
@@ -68,6 +72,8 @@ export interface AgentSession {
   readonly held: Map<string, HeldLease>;
   send(message: CoordinatorMessageInit): void;
   end(): void;
+  /** Ends the stream with a status (set by api/grpc-agent.ts): used when a newer stream of the same agent replaces it. */
+  terminate?: (code: number, details: string) => void;
 }
 
 let nextSessionId = 1;

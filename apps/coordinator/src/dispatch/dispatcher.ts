@@ -14,6 +14,12 @@
  *
  * Renewals, outcomes and releases from every agent go through group commit
  * (group-commit.ts): one statement per flush, whatever the number of agents.
+ * Each lease in them carries its holder (the session's agent id and token),
+ * and the store matches it against the lease's recorded holder: an agent
+ * naming another agent's lease changes nothing, and is counted
+ * (kairos_foreign_lease_refusals_total).
+ *
+ * The dispatcher speaks store types only; api/agent-wire.ts maps the wire.
  *
  * Invariants:
  * - `held` of a session only grows by what this dispatcher claimed for it (or
@@ -22,25 +28,27 @@
  * - A claim made for a session that closed before the assignment could be sent
  *   is released at once (no attempt spent), not left to expire.
  */
-import { create } from '@bufbuild/protobuf';
-import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import type { Logger } from 'pino';
-import {
-  AssignmentSchema,
-  HandlerResult,
-  LeaseLostReason,
-  OutcomeAckResult,
-  type LeaseOutcome,
-  type LeaseRef as WireLeaseRef,
-} from '@kairos/proto';
-import type { ClaimedJob, CompleteResult, CompletionReport, LeaseRef, RenewResult, Store } from '@kairos/store';
+import { LeaseLostReason } from '@kairos/proto';
+import type {
+  ClaimedJob,
+  CompleteResult,
+  CompletionReport,
+  HeldLeaseRef,
+  LeaseRef,
+  ReleaseResult,
+  RenewResult,
+  Store,
+} from '@kairos/store';
+import { toAssignment, toWireLease, type CompletionWithoutHolder } from '../api/agent-wire';
 import type { CoordinatorOptions } from '../config';
 import type { Metrics } from '../metrics';
-import { agentOf, freeSlots, leaseKey, type AgentSession } from './agent-session';
+import { agentOf, freeSlots, leaseKey, type AgentInfo, type AgentSession } from './agent-session';
 import { groupCommit } from './group-commit';
 
 export interface AgentView {
   agentId: string;
+  namespace: string;
   tasks: string[];
   capacity: number;
   inFlight: number;
@@ -60,13 +68,14 @@ export interface Dispatcher {
    */
   renew(session: AgentSession, leases: readonly LeaseRef[], listing: { complete: boolean; intervalMs: number }): Promise<RenewResult[]>;
   /** Records outcomes (fenced); answers with one ack per outcome. */
-  complete(session: AgentSession, outcomes: readonly LeaseOutcome[]): Promise<CompleteResult[]>;
+  complete(session: AgentSession, outcomes: readonly CompletionWithoutHolder[]): Promise<CompleteResult[]>;
   release(session: AgentSession, leases: readonly LeaseRef[]): Promise<void>;
   /** Something may have become claimable: run a claim round soon. */
   wake(): void;
   /** Expired leases were reaped: forget them and tell their agents. */
   forgetExpired(expired: ReadonlyArray<{ jobId: string; leaseGeneration: number; leaseOwner: string | null }>): void;
-  agents(): AgentView[];
+  /** Agents connected to this coordinator, of one namespace (all when unset). */
+  agents(namespace?: string): AgentView[];
   start(): void;
   /** Stops claiming; sessions stay until the caller drains them. */
   stop(): Promise<void>;
@@ -88,9 +97,24 @@ export function createDispatcher(deps: {
   let again = false;
   let timer: NodeJS.Timeout | undefined;
 
-  const renewals = groupCommit<LeaseRef, RenewResult>((leases) => store.lease.renew(leases, options.leaseMs));
+  const renewals = groupCommit<HeldLeaseRef, RenewResult>((leases) => store.lease.renew(leases, options.leaseMs));
   const completions = groupCommit<CompletionReport, CompleteResult>((reports) => store.lease.complete(reports));
-  const releases = groupCommit<LeaseRef, unknown>((leases) => store.lease.release(leases, 'agent gave the lease back'));
+  const releases = groupCommit<HeldLeaseRef, ReleaseResult>((leases) => store.lease.release(leases, 'agent gave the lease back'));
+
+  /** Leases as named by `agent`: the store accepts them only if `agent` (id and token) holds them. */
+  function heldBy<T extends LeaseRef>(agent: AgentInfo, leases: readonly T[]): Array<T & HeldLeaseRef> {
+    return leases.map((lease) => ({ ...lease, owner: agent.agentId, tokenId: agent.tokenId }));
+  }
+
+  function countForeign(agent: AgentInfo, what: string, results: ReadonlyArray<{ kind: string; jobId: string; leaseGeneration: number }>): void {
+    const foreign = results.filter((result) => result.kind === 'not-owner' || ('reason' in result && result.reason === 'not-owner'));
+    if (foreign.length === 0) return;
+    metrics.foreignLeaseRefusals.inc({ operation: what }, foreign.length);
+    logger.warn(
+      { agentId: agent.agentId, namespace: agent.namespace, operation: what, leases: foreign.slice(0, 5).map((r) => `${r.jobId}#${r.leaseGeneration}`), count: foreign.length },
+      "refused: an agent named leases held by another agent",
+    );
+  }
 
   function wake(): void {
     if (stopped) return;
@@ -136,6 +160,8 @@ export function createDispatcher(deps: {
     const anchorSeq = session.lastHeartbeatSeq;
     const claimed = await store.lease.claimDue({
       owner: agent.agentId,
+      tokenId: agent.tokenId,
+      namespace: agent.namespace,
       tasks: agent.tasks,
       limit: Math.min(free, options.claimBatch),
       leaseMs: options.leaseMs,
@@ -146,7 +172,7 @@ export function createDispatcher(deps: {
     for (const job of claimed) metrics.dispatchLag.observe(Math.max(0, job.claimedAtMs - job.dueAtMs) / 1000);
     if (session.state.kind !== 'active') {
       // The agent went away (or started draining) while we claimed: give the jobs back.
-      await store.lease.release(claimed.map(toLeaseRef), 'agent left before assignment');
+      await store.lease.release(heldBy(agent, claimed.map(toLeaseRef)), 'agent left before assignment');
       return;
     }
     const seenAtMs = performance.now();
@@ -194,9 +220,12 @@ export function createDispatcher(deps: {
       metrics.connectedAgents.set(sessions.size);
     },
     async renew(session, leases, listing) {
+      const agent = agentOf(session);
+      if (!agent) return [];
       session.lastHeartbeatAt = new Date();
       const sentAtMs = performance.now();
-      const results = await renewals.submit(leases);
+      const results = await renewals.submit(heldBy(agent, leases));
+      countForeign(agent, 'renew', results);
       metrics.renewLatency.observe((performance.now() - sentAtMs) / 1000);
       let lost = 0;
       const seenAtMs = performance.now();
@@ -222,14 +251,17 @@ export function createDispatcher(deps: {
       return results;
     },
     async complete(session, outcomes) {
-      const reports = outcomes.map(toCompletionReport);
-      const results = await completions.submit(reports);
+      const agent = agentOf(session);
+      if (!agent) return [];
+      const results = await completions.submit(heldBy(agent, outcomes));
+      countForeign(agent, 'complete', results);
       for (const result of results) {
+        if (result.kind === 'not-owner') continue;
         session.held.delete(leaseKey(result.jobId, result.leaseGeneration));
         if (result.kind === 'stale') {
           metrics.staleReports.inc();
           logger.warn(
-            { jobId: result.jobId, leaseGeneration: result.leaseGeneration, agentId: agentOf(session)?.agentId },
+            { jobId: result.jobId, leaseGeneration: result.leaseGeneration, agentId: agent.agentId },
             'stale outcome rejected: the lease had moved on',
           );
         }
@@ -238,7 +270,9 @@ export function createDispatcher(deps: {
       return results;
     },
     async release(session, leases) {
-      await releases.submit(leases);
+      const agent = agentOf(session);
+      if (!agent) return;
+      countForeign(agent, 'release', await releases.submit(heldBy(agent, leases)));
       for (const lease of leases) session.held.delete(leaseKey(lease.jobId, lease.leaseGeneration));
       wake();
     },
@@ -265,13 +299,14 @@ export function createDispatcher(deps: {
       }
       if (expired.length > 0) wake();
     },
-    agents() {
+    agents(namespace) {
       return [...sessions].flatMap((session) => {
         const agent = agentOf(session);
-        if (!agent) return [];
+        if (!agent || (namespace !== undefined && agent.namespace !== namespace)) return [];
         return [
           {
             agentId: agent.agentId,
+            namespace: agent.namespace,
             tasks: [...agent.tasks],
             capacity: agent.capacity,
             inFlight: session.held.size,
@@ -300,66 +335,4 @@ export function createDispatcher(deps: {
 
 function toLeaseRef(job: ClaimedJob): LeaseRef {
   return { jobId: job.jobId, leaseGeneration: job.leaseGeneration };
-}
-
-function toWireLease(lease: LeaseRef): Pick<WireLeaseRef, 'jobId' | 'leaseGeneration'> {
-  return { jobId: lease.jobId, leaseGeneration: BigInt(lease.leaseGeneration) };
-}
-
-function toAssignment(job: ClaimedJob, anchorSeq: bigint) {
-  return create(AssignmentSchema, {
-    jobId: job.jobId,
-    runId: String(job.runId),
-    task: job.task,
-    payloadJson: job.payloadJson,
-    attempt: job.attempt,
-    maxAttempts: job.maxAttempts,
-    leaseGeneration: BigInt(job.leaseGeneration),
-    leaseRemainingMs: job.leaseRemainingMs,
-    timeoutMs: job.timeoutMs ?? 0,
-    scheduledFor: timestampFromMs(job.scheduledForMs),
-    anchorSeq,
-  });
-}
-
-const RESULT_TO_OUTCOME: Record<HandlerResult, CompletionReport['outcome'] | undefined> = {
-  [HandlerResult.UNSPECIFIED]: undefined,
-  [HandlerResult.SUCCEEDED]: 'SUCCEEDED',
-  [HandlerResult.FAILED]: 'FAILED',
-  [HandlerResult.TIMED_OUT]: 'TIMED_OUT',
-  [HandlerResult.CANCELLED]: 'CANCELLED',
-};
-
-function toCompletionReport(outcome: LeaseOutcome): CompletionReport {
-  return {
-    jobId: outcome.jobId,
-    leaseGeneration: Number(outcome.leaseGeneration),
-    // An unspecified result is treated as a failure: the agent did not say it succeeded.
-    outcome: RESULT_TO_OUTCOME[outcome.result] ?? 'FAILED',
-    error: outcome.error === '' ? null : outcome.error,
-  };
-}
-
-export function renewStatus(result: RenewResult) {
-  const base = { jobId: result.jobId, leaseGeneration: BigInt(result.leaseGeneration) };
-  if (result.kind === 'renewed' && result.remainingMs > 0) {
-    return { ...base, state: { case: 'remainingMs' as const, value: Math.min(result.remainingMs, 0xffffffff) } };
-  }
-  const reason =
-    result.kind === 'renewed'
-      ? LeaseLostReason.EXPIRED
-      : result.reason === 'stale-generation'
-        ? LeaseLostReason.STALE_GENERATION
-        : result.reason === 'expired'
-          ? LeaseLostReason.EXPIRED
-          : LeaseLostReason.NOT_FOUND;
-  return { ...base, state: { case: 'lost' as const, value: { reason } } };
-}
-
-export function outcomeAck(result: CompleteResult) {
-  return {
-    jobId: result.jobId,
-    leaseGeneration: BigInt(result.leaseGeneration),
-    result: result.kind === 'recorded' ? OutcomeAckResult.RECORDED : OutcomeAckResult.STALE,
-  };
 }

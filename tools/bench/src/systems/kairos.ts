@@ -24,6 +24,8 @@ const COORDINATOR_ENV = {
   KAIROS_CLAIM_BATCH: '500',
   KAIROS_DB_POOL_SIZE: '10',
   KAIROS_SHUTDOWN_GRACE_MS: '3000',
+  // Authentication off: the bench compares scheduling cost with peers that have none.
+  KAIROS_INSECURE: 'true',
   KAIROS_LOG_LEVEL: 'info',
 };
 
@@ -152,7 +154,7 @@ export const kairosDriver: Driver = {
           // The store's own claimDue (the statement the dispatcher runs), on our transaction.
           const lease = leaseStatements(client as unknown as Pool);
           const t = performance.now();
-          const claimed = await lease.claimDue({ owner: 'bench-w6', tasks: [TASK_NOOP], limit: 500, leaseMs: 10_000 });
+          const claimed = await lease.claimDue({ namespace: 'default', tokenId: null, owner: 'bench-w6', tasks: [TASK_NOOP], limit: 500, leaseMs: 10_000 });
           const elapsed = performance.now() - t;
           if (claimed.length !== 500) throw new Error(`Kairos claim returned ${claimed.length} rows, expected 500`);
           if (i > 0) timings.push(elapsed); // the first sample warms the plan cache

@@ -1,0 +1,123 @@
+/**
+ * The agent stream's wire messages <-> the store's types, both directions.
+ * The dispatcher speaks store types only; this is the one place that knows
+ * the protobuf shapes of assignments, renew statuses and outcome acks (the
+ * agent has the mirror image in apps/agent/src/wire.ts).
+ *
+ * Every field an agent sends is checked here, at the edge, before it can reach
+ * a batch statement: a lease reference that is not well formed (a job id that
+ * is not a uuid, a generation of 0 or beyond 2^53) is answered on its own and
+ * never shares a statement with other agents' leases.
+ */
+import { create } from '@bufbuild/protobuf';
+import { timestampFromMs } from '@bufbuild/protobuf/wkt';
+import {
+  AssignmentSchema,
+  HandlerResult,
+  LeaseLostReason,
+  OutcomeAckResult,
+  type Assignment,
+  type LeaseOutcome,
+  type LeaseRef as WireLeaseRef,
+} from '@kairos/proto';
+import type { ClaimedJob, CompleteResult, CompletionReport, LeaseRef, RenewResult } from '@kairos/store';
+import { isJobId } from '@kairos/store';
+
+/** A lease as the agent named it: well formed (`ref`), or refused at the edge with the values it sent. */
+export type WireLease = { kind: 'ok'; ref: LeaseRef } | { kind: 'malformed'; jobId: string; leaseGeneration: bigint };
+
+const MAX_GENERATION = BigInt(Number.MAX_SAFE_INTEGER);
+
+export function leaseFromWire(lease: WireLeaseRef): WireLease {
+  const generation = lease.leaseGeneration;
+  if (!isJobId(lease.jobId) || generation < 1n || generation > MAX_GENERATION) {
+    return { kind: 'malformed', jobId: lease.jobId.slice(0, 64), leaseGeneration: generation };
+  }
+  return { kind: 'ok', ref: { jobId: lease.jobId.toLowerCase(), leaseGeneration: Number(generation) } };
+}
+
+export type CompletionWithoutHolder = Omit<CompletionReport, 'owner' | 'tokenId'>;
+
+export type WireOutcome =
+  | { kind: 'ok'; report: CompletionWithoutHolder }
+  | { kind: 'malformed'; jobId: string; leaseGeneration: bigint };
+
+const RESULT_TO_OUTCOME: Record<HandlerResult, CompletionReport['outcome'] | undefined> = {
+  [HandlerResult.UNSPECIFIED]: undefined,
+  [HandlerResult.SUCCEEDED]: 'SUCCEEDED',
+  [HandlerResult.FAILED]: 'FAILED',
+  [HandlerResult.TIMED_OUT]: 'TIMED_OUT',
+  [HandlerResult.CANCELLED]: 'CANCELLED',
+};
+
+export function outcomeFromWire(outcome: LeaseOutcome): WireOutcome {
+  const lease = leaseFromWire({ jobId: outcome.jobId, leaseGeneration: outcome.leaseGeneration } as WireLeaseRef);
+  if (lease.kind === 'malformed') return lease;
+  return {
+    kind: 'ok',
+    report: {
+      ...lease.ref,
+      // An unspecified (or unknown) result is treated as a failure: the agent did not say it succeeded.
+      outcome: RESULT_TO_OUTCOME[outcome.result] ?? 'FAILED',
+      error: outcome.error === '' ? null : outcome.error,
+    },
+  };
+}
+
+export function toWireLease(lease: LeaseRef): Pick<WireLeaseRef, 'jobId' | 'leaseGeneration'> {
+  return { jobId: lease.jobId, leaseGeneration: BigInt(lease.leaseGeneration) };
+}
+
+export function toAssignment(job: ClaimedJob, anchorSeq: bigint): Assignment {
+  return create(AssignmentSchema, {
+    jobId: job.jobId,
+    runId: String(job.runId),
+    task: job.task,
+    payloadJson: job.payloadJson,
+    attempt: job.attempt,
+    maxAttempts: job.maxAttempts,
+    leaseGeneration: BigInt(job.leaseGeneration),
+    leaseRemainingMs: job.leaseRemainingMs,
+    timeoutMs: job.timeoutMs ?? 0,
+    scheduledFor: timestampFromMs(job.scheduledForMs),
+    anchorSeq,
+  });
+}
+
+export function renewStatus(result: RenewResult) {
+  const base = { jobId: result.jobId, leaseGeneration: BigInt(result.leaseGeneration) };
+  if (result.kind === 'renewed' && result.remainingMs > 0) {
+    return { ...base, state: { case: 'remainingMs' as const, value: Math.min(result.remainingMs, 0xffffffff) } };
+  }
+  const reason =
+    result.kind === 'renewed'
+      ? LeaseLostReason.EXPIRED
+      : result.reason === 'stale-generation'
+        ? LeaseLostReason.STALE_GENERATION
+        : result.reason === 'expired'
+          ? LeaseLostReason.EXPIRED
+          : // not-found, and not-owner: another agent's lease is none of this one's business.
+            LeaseLostReason.NOT_FOUND;
+  return { ...base, state: { case: 'lost' as const, value: { reason } } };
+}
+
+/** The answer to a lease refused at the edge: lost, as if it did not exist. */
+export function malformedRenewStatus(lease: { jobId: string; leaseGeneration: bigint }) {
+  return {
+    jobId: lease.jobId,
+    leaseGeneration: lease.leaseGeneration,
+    state: { case: 'lost' as const, value: { reason: LeaseLostReason.NOT_FOUND } },
+  };
+}
+
+export function outcomeAck(result: CompleteResult) {
+  return {
+    jobId: result.jobId,
+    leaseGeneration: BigInt(result.leaseGeneration),
+    result: result.kind === 'recorded' ? OutcomeAckResult.RECORDED : OutcomeAckResult.STALE,
+  };
+}
+
+export function malformedOutcomeAck(outcome: { jobId: string; leaseGeneration: bigint }) {
+  return { jobId: outcome.jobId, leaseGeneration: outcome.leaseGeneration, result: OutcomeAckResult.STALE };
+}
