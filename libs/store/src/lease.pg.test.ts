@@ -173,6 +173,49 @@ describe('lease statements', () => {
     });
   });
 
+  describe('holders', () => {
+    it('refuses renew, complete and release named by another agent or token, changing nothing', async () => {
+      const token = '0190a000-0000-7000-8000-00000000000a';
+      const id = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 3, leaseOwner: 'owner', leaseUntil: at(T0, 1000) });
+      await db.pool.query('UPDATE jobs SET lease_token = $2 WHERE id = $1', [id, token]);
+      const before = await job(id);
+      const strangers = [heldBy('other', token), heldBy('owner', null), heldBy('owner', '0190a000-0000-7000-8000-00000000000b')];
+      for (const holder of strangers) {
+        const lease = { ...holder, jobId: id, leaseGeneration: 3 };
+        expect(await store.lease.renew([lease], LEASE_MS, T0)).toEqual([{ kind: 'lost', jobId: id, leaseGeneration: 3, reason: 'not-owner' }]);
+        expect(await store.lease.complete([{ ...lease, outcome: 'SUCCEEDED' }], T0)).toEqual([{ kind: 'not-owner', jobId: id, leaseGeneration: 3 }]);
+        expect(await store.lease.complete([{ ...lease, outcome: 'FAILED', error: 'x' }], T0)).toEqual([{ kind: 'not-owner', jobId: id, leaseGeneration: 3 }]);
+        expect(await store.lease.release([lease], 'rogue', T0)).toEqual([{ kind: 'not-owner', jobId: id, leaseGeneration: 3 }]);
+      }
+      expect(await job(id)).toEqual(before);
+      expect(await runsOf(id)).toMatchObject([{ outcome: 'RUNNING' }]);
+      const [renewed] = await store.lease.renew([{ ...heldBy('owner', token), jobId: id, leaseGeneration: 3 }], LEASE_MS, T0);
+      expect(renewed!.kind).toBe('renewed');
+    });
+
+    it('answers a generation beyond bigint on its own; the rest of the batch is renewed', async () => {
+      const id = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 1, leaseUntil: at(T0, 1000) });
+      const results = await store.lease.renew(
+        [
+          { ...FIXTURE_HOLDER, jobId: id, leaseGeneration: Number(2n ** 63n) },
+          { ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1 },
+          { ...FIXTURE_HOLDER, jobId: id, leaseGeneration: -1 },
+        ],
+        LEASE_MS,
+        T0,
+      );
+      expect(results.map((r) => r.kind)).toEqual(['lost', 'renewed', 'lost']);
+      const outcomes = await store.lease.complete(
+        [
+          { ...FIXTURE_HOLDER, jobId: id, leaseGeneration: Number(2n ** 64n), outcome: 'SUCCEEDED' },
+          { ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' },
+        ],
+        T0,
+      );
+      expect(outcomes.map((r) => r.kind)).toEqual(['stale', 'recorded']);
+    });
+  });
+
   describe('complete', () => {
     it('rejects a stale generation and changes nothing', async () => {
       const id = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 7 });

@@ -1,0 +1,154 @@
+/**
+ * Agents that misbehave, as real processes over real gRPC: one with a valid
+ * token naming another agent's lease, one sending generations past 2^63, silent
+ * streams, and a Hello followed by a vanishing peer. What must hold: the
+ * honest agent's run is the one recorded, its renewals never fail because of
+ * someone else's bad entry, and the coordinator keeps no ghost sessions.
+ */
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import type { Store } from '@kairos/store';
+import {
+  createTestDatabase,
+  restClient,
+  spawnNode,
+  startAgentProcess,
+  startCoordinatorProcess,
+  stopAll,
+  waitFor,
+  type CoordinatorProcess,
+  type ManagedProcess,
+  type TestDatabase,
+} from '@kairos/testing';
+
+const ROGUE = path.join(__dirname, '..', 'test-support', 'rogue-agent.cjs');
+const NS = 'alpha';
+
+describe('hostile and broken agents', () => {
+  let db: TestDatabase;
+  let store: Store;
+  let coordinator: CoordinatorProcess;
+  let admin: ReturnType<typeof restClient>;
+  let adminSecret: string;
+
+  const agentToken = async () => (await store.tokens.create({ namespace: NS, role: 'agent' })).secret;
+
+  function rogue(name: string, env: Record<string, string>): ManagedProcess {
+    return spawnNode(name, ROGUE, { ROGUE_ADDRESS: coordinator.grpcAddress, ROGUE_AGENT_ID: name, ...env });
+  }
+
+  async function metric(name: string): Promise<number> {
+    const text = (await (await fetch(`${coordinator.httpUrl}/metrics`)).text()).split('\n');
+    return text.filter((line) => line.startsWith(name)).reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
+  }
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    store = db.createStore();
+    adminSecret = (await store.tokens.create({ namespace: NS, role: 'admin' })).secret;
+    coordinator = await startCoordinatorProcess({
+      databaseUrl: db.url,
+      auth: true,
+      leaseMs: 1_500,
+      env: { KAIROS_AGENT_HELLO_TIMEOUT_MS: '1000', KAIROS_AGENT_SILENCE_LIMIT_MS: '2500' },
+    });
+    admin = restClient(coordinator.httpUrl, adminSecret);
+  }, 60_000);
+
+  afterAll(async () => {
+    await stopAll();
+    await db?.drop();
+  });
+
+  it('a rogue agent with a valid token cannot renew, complete or release a lease another agent holds', async () => {
+    await startAgentProcess({ coordinator: coordinator.grpcAddress, agentId: 'victim', tasks: 'sleep', env: { KAIROS_TOKEN: await agentToken() } });
+    // Runs for twice the lease: the victim must renew it, while the rogue floods.
+    const created = await admin.createJob({ task: 'sleep', runAt: new Date().toISOString(), payload: { seconds: 3 } });
+    const jobId: string = created.body.jobId;
+    const claimed = await waitFor(
+      async () => {
+        const { rows } = await db.pool.query(`SELECT lease_owner, lease_generation FROM jobs WHERE id = $1 AND state = 'CLAIMED'`, [jobId]);
+        return rows[0];
+      },
+      { description: 'the victim to claim the job' },
+    );
+    expect(claimed.lease_owner).toBe('victim');
+    const generation = String(claimed.lease_generation);
+    const foreign = [{ jobId, generation }];
+    const malformed = [
+      { jobId, generation: String(2n ** 63n + 1n) },
+      { jobId: '00000000-0000-7000-8000-000000000001', generation: String(2n ** 64n - 1n) },
+      { jobId: 'not-a-uuid', generation: '1' },
+    ];
+    const refusalsBefore = await metric('kairos_foreign_lease_refusals_total');
+
+    const intruder = rogue('rogue', {
+      ROGUE_TOKEN: await agentToken(),
+      ROGUE_ACTIONS: JSON.stringify([
+        { kind: 'heartbeat', leases: [...foreign, ...malformed] },
+        { kind: 'outcome', leases: [...foreign, ...malformed] },
+        { kind: 'release', leases: [...foreign, ...malformed] },
+      ]),
+      ROGUE_REPEAT: '30',
+      ROGUE_GAP_MS: '40',
+    });
+    await intruder.waitForLine((line) => line.msg === 'actions sent', 15_000);
+    const mid = await db.pool.query('SELECT state, lease_owner, lease_generation FROM jobs WHERE id = $1', [jobId]);
+    expect(mid.rows[0]).toMatchObject({ lease_owner: 'victim', lease_generation: claimed.lease_generation });
+
+    await waitFor(async () => (await admin.getJob(jobId)).body.state === 'COMPLETED', { timeoutMs: 20_000, description: 'the victim to finish' });
+    const runs = (await admin.runs(jobId)).body;
+    expect(runs.map((run: { workerId: string; outcome: string; leaseGeneration: number }) => [run.workerId, run.outcome, String(run.leaseGeneration)])).toEqual([
+      ['victim', 'SUCCEEDED', generation],
+    ]);
+
+    // Every renewal the rogue asked for was refused, every outcome stale.
+    const replies = intruder.lines.filter((line) => line.msg === 'received');
+    const statuses = replies.filter((line) => line.kind === 'renewReply').flatMap((line) => (line.value as { statuses: Array<{ state: { case: string } }> }).statuses);
+    const acks = replies.filter((line) => line.kind === 'outcomeAcks').flatMap((line) => (line.value as { acks: Array<{ result: number }> }).acks);
+    expect(statuses.length).toBeGreaterThan(0);
+    expect(statuses.every((status) => status.state.case === 'lost')).toBe(true);
+    expect(acks.length).toBeGreaterThan(0);
+    expect(acks.every((ack) => ack.result !== 1)).toBe(true); // 1 = RECORDED
+    expect(await metric('kairos_foreign_lease_refusals_total')).toBeGreaterThan(refusalsBefore);
+
+    // The victim's own id with another token is refused while the victim is connected.
+    const impostor = rogue('victim', { ROGUE_TOKEN: await agentToken() });
+    const status = await impostor.waitForLine((line) => line.msg === 'status', 10_000);
+    expect(status.code).toBe(grpc.status.PERMISSION_DENIED);
+  }, 60_000);
+
+  it('closes a stream that sends no Hello, and one that stops heartbeating', async () => {
+    const noHello = rogue('no-hello', { ROGUE_TOKEN: await agentToken(), ROGUE_SKIP_HELLO: '1' });
+    const first = await noHello.waitForLine((line) => line.msg === 'status', 10_000);
+    expect(first.code).toBe(grpc.status.DEADLINE_EXCEEDED);
+
+    const silent = rogue('silent', { ROGUE_TOKEN: await agentToken() });
+    await silent.waitForLine((line) => line.msg === 'received' && line.kind === 'welcome', 10_000);
+    const second = await silent.waitForLine((line) => line.msg === 'status', 10_000);
+    expect(second.code).toBe(grpc.status.UNAVAILABLE);
+    expect(String(second.details)).toContain('no message for');
+  }, 30_000);
+
+  it('refuses a heartbeat naming more leases than the capacity allows', async () => {
+    const leases = Array.from({ length: 100 }, (_, i) => ({ jobId: `00000000-0000-7000-8000-${String(i).padStart(12, '0')}`, generation: '1' }));
+    const flood = rogue('flood', { ROGUE_TOKEN: await agentToken(), ROGUE_ACTIONS: JSON.stringify([{ kind: 'heartbeat', leases }]) });
+    const status = await flood.waitForLine((line) => line.msg === 'status', 10_000);
+    expect(status.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(String(status.details)).toContain('heartbeat.leases names 100 leases; at most 18 for capacity 1');
+  }, 30_000);
+
+  it('a Hello followed by an early disconnect leaves no session behind', async () => {
+    const agentsNow = async () => (await admin.agents()).body.length;
+    const before = await agentsNow();
+    for (let i = 0; i < 5; i++) {
+      const ghost = rogue(`ghost-${i}`, { ROGUE_TOKEN: await agentToken(), ROGUE_CAPACITY: '1000', ROGUE_HELD: '2000', ROGUE_EXIT_AFTER_HELLO: '1' });
+      await ghost.exited;
+    }
+    await waitFor(async () => (await metric('kairos_connected_agents')) === before, {
+      timeoutMs: 10_000,
+      description: 'the connected-agents gauge back to the true count',
+    });
+    expect(await agentsNow()).toBe(before);
+  }, 30_000);
+});
