@@ -15,8 +15,9 @@
  *      └──close()───────────┴──> closing ──> stopped
  *   Session thread failure from any state -> stopped (all handlers aborted).
  */
+import { readFileSync } from 'node:fs';
 import { pino, type Logger } from 'pino';
-import { AGENT_VERSION, checkAgentOptions, registeredHandlers, type AgentOptions } from './config';
+import { AGENT_VERSION, ConfigError, checkAgentOptions, registeredHandlers, type AgentOptions } from './config';
 import { createAgentEvents, type AgentEvents, type RunInfo } from './events';
 import { Executor, type RunResult } from './executor';
 import type { SessionConfig } from './session';
@@ -70,6 +71,7 @@ export async function startAgentWith(options: AgentOptions, internals: AgentInte
     tasks: checked.tasks,
     capacity: checked.capacity,
     token: checked.token,
+    tls: readTls(checked.tls),
     trustMarginMs: checked.trustMarginMs,
     version: AGENT_VERSION,
     flushTimeoutMs,
@@ -307,4 +309,25 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<{ done: true;
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The PEM text of the TLS files, read once at start; an unreadable file is a ConfigError naming it. */
+function readTls(tls: AgentOptions['tls']): SessionConfig['tls'] {
+  if (tls === undefined) return undefined;
+  const read = (file: string | undefined, variable: string) => {
+    if (file === undefined) return undefined;
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (error: unknown) {
+      throw new ConfigError(variable, `cannot read ${file}: ${(error as Error).message}`);
+    }
+  };
+  const caPem = read(tls.caFile, 'KAIROS_TLS_CA');
+  const certPem = read(tls.certFile, 'KAIROS_TLS_CLIENT_CERT');
+  const keyPem = read(tls.keyFile, 'KAIROS_TLS_CLIENT_KEY');
+  return {
+    ...(caPem === undefined ? {} : { caPem }),
+    ...(certPem === undefined ? {} : { certPem }),
+    ...(keyPem === undefined ? {} : { keyPem }),
+  };
 }

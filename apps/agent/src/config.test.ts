@@ -53,6 +53,9 @@ describe('agentOptionsFromEnv', () => {
     ['KAIROS_COORDINATOR', 'no port here', /KAIROS_COORDINATOR: must be host:port/],
     ['KAIROS_AGENT_TASKS', 'sleep,teleport', /KAIROS_AGENT_TASKS: no handler for task "teleport"/],
     ['KAIROS_AGENT_TASKS', 'exec', /KAIROS_AGENT_TASKS: task "exec" is disabled/],
+    ['KAIROS_EXEC_ALLOW', 'backup', /KAIROS_EXEC_ALLOW: entries must be absolute paths/],
+    ['KAIROS_EXEC_CWD_ROOT', 'jobs', /KAIROS_EXEC_CWD_ROOT: must be an absolute path/],
+    ['KAIROS_TLS', 'maybe', /KAIROS_TLS: must be true or false/],
   ])('rejects a bad %s (%s) naming the variable', (name, value, message) => {
     expect(() => agentOptionsFromEnv({ [name]: value })).toThrow(message);
     expect(() => agentOptionsFromEnv({ [name]: value })).toThrow(ConfigError);

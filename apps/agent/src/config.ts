@@ -7,8 +7,13 @@
  *   KAIROS_AGENT_TASKS        comma list of served tasks      every registered handler
  *   KAIROS_AGENT_CAPACITY     runs at once                    4
  *   KAIROS_TOKEN              bearer token for the stream     (none)
+ *   KAIROS_TLS                TLS with the system's roots     false
+ *   KAIROS_TLS_CA             PEM file: CA to trust (TLS)     (none)
+ *   KAIROS_TLS_CLIENT_CERT    PEM file: client cert (mTLS)    (none)
+ *   KAIROS_TLS_CLIENT_KEY     PEM file: client key (mTLS)     (none)
  *   KAIROS_HTTP_ALLOW_HOSTS   comma list, host or host:port   (empty: http refuses all)
- *   KAIROS_EXEC_ALLOW         comma list of programs          (empty: exec disabled)
+ *   KAIROS_EXEC_ALLOW         comma list of absolute paths    (empty: exec disabled)
+ *   KAIROS_EXEC_CWD_ROOT      folder exec payloads' cwd is in (none: payloads may not set cwd)
  *   KAIROS_DRAIN_GRACE_MS     SIGTERM grace for running jobs  30000
  *   KAIROS_TRUST_MARGIN_MS    self-fence safety margin        max(200, 10% of the lease)
  *
@@ -16,6 +21,7 @@
  * variable (or the option, for an override).
  */
 import { hostname } from 'node:os';
+import { isAbsolute } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { TaskHandler } from './sdk';
@@ -35,12 +41,19 @@ export interface AgentOptions {
   capacity: number;
   /** KAIROS_TOKEN: sent as `authorization: Bearer <token>` metadata. */
   token?: string;
+  /**
+   * TLS to the coordinator (KAIROS_TLS, KAIROS_TLS_CA, KAIROS_TLS_CLIENT_CERT,
+   * KAIROS_TLS_CLIENT_KEY): PEM files, read at start. Unset: plaintext.
+   */
+  tls?: { caFile?: string; certFile?: string; keyFile?: string };
   /** Custom SDK handlers, merged over the built-ins (same name wins). */
   handlers?: Record<string, TaskHandler>;
   /** KAIROS_HTTP_ALLOW_HOSTS: host or host:port entries; empty = the http task refuses every URL. */
   httpAllowHosts: string[];
-  /** KAIROS_EXEC_ALLOW: allowed programs (argv[0]); empty = exec disabled and not advertised. */
+  /** KAIROS_EXEC_ALLOW: allowed programs (argv[0]), absolute paths; empty = exec disabled and not advertised. */
   execAllow: string[];
+  /** KAIROS_EXEC_CWD_ROOT: an exec payload's `cwd` must lie under it; unset = payloads may not set one. */
+  execCwdRoot?: string;
   /** KAIROS_DRAIN_GRACE_MS, default 30000. */
   drainGraceMs: number;
   /** KAIROS_TRUST_MARGIN_MS; default max(200, 10% of lease_ms). */
@@ -90,8 +103,15 @@ const envSchema = z.object({
   KAIROS_AGENT_TASKS: commaList.optional(),
   KAIROS_AGENT_CAPACITY: intString(1, MAX_CAPACITY).default(4),
   KAIROS_TOKEN: z.string().trim().min(1).optional(),
+  KAIROS_TLS: z.enum(['true', 'false', '1', '0'], { error: 'must be true or false' }).optional(),
+  KAIROS_TLS_CA: z.string().trim().min(1).optional(),
+  KAIROS_TLS_CLIENT_CERT: z.string().trim().min(1).optional(),
+  KAIROS_TLS_CLIENT_KEY: z.string().trim().min(1).optional(),
   KAIROS_HTTP_ALLOW_HOSTS: commaList.default([]),
-  KAIROS_EXEC_ALLOW: commaList.default([]),
+  KAIROS_EXEC_ALLOW: commaList
+    .refine((programs) => programs.every((program) => isAbsolute(program)), 'entries must be absolute paths (e.g. /usr/bin/backup)')
+    .default([]),
+  KAIROS_EXEC_CWD_ROOT: z.string().trim().min(1).optional(),
   KAIROS_DRAIN_GRACE_MS: intString(0, 24 * 3600 * 1000).default(30_000),
   KAIROS_TRUST_MARGIN_MS: intString(0, 3600 * 1000).optional(),
 });
@@ -105,9 +125,14 @@ const optionsSchema = z.object({
     .refine((tasks) => new Set(tasks).size === tasks.length, 'must not repeat a task'),
   capacity: z.number().int().min(1).max(MAX_CAPACITY),
   token: z.string().min(1).optional(),
+  tls: z
+    .object({ caFile: z.string().min(1).optional(), certFile: z.string().min(1).optional(), keyFile: z.string().min(1).optional() })
+    .refine((tls) => (tls.certFile === undefined) === (tls.keyFile === undefined), 'mutual TLS needs both a client certificate and its key')
+    .optional(),
   handlers: z.record(z.string(), z.custom<TaskHandler>((value) => typeof value === 'function', 'must be a function')).optional(),
   httpAllowHosts: z.array(z.string().trim().min(1)),
-  execAllow: z.array(z.string().min(1)),
+  execAllow: z.array(z.string().min(1).refine((program) => isAbsolute(program), 'entries must be absolute paths (e.g. /usr/bin/backup)')),
+  execCwdRoot: z.string().min(1).refine((root) => isAbsolute(root), 'must be an absolute path').optional(),
   drainGraceMs: z.number().int().min(0),
   trustMarginMs: z.number().int().min(0).optional(),
   logger: z.custom<Logger>((value) => typeof value === 'object' && value !== null).optional(),
@@ -120,14 +145,16 @@ const ENV_NAMES: Partial<Record<keyof AgentOptions, string>> = {
   tasks: 'KAIROS_AGENT_TASKS',
   capacity: 'KAIROS_AGENT_CAPACITY',
   token: 'KAIROS_TOKEN',
+  tls: 'KAIROS_TLS_CA / KAIROS_TLS_CLIENT_CERT / KAIROS_TLS_CLIENT_KEY',
   httpAllowHosts: 'KAIROS_HTTP_ALLOW_HOSTS',
   execAllow: 'KAIROS_EXEC_ALLOW',
+  execCwdRoot: 'KAIROS_EXEC_CWD_ROOT',
   drainGraceMs: 'KAIROS_DRAIN_GRACE_MS',
   trustMarginMs: 'KAIROS_TRUST_MARGIN_MS',
 };
 
 /** Every handler the agent would register: built-ins for its allow-lists, then custom ones. */
-export function registeredHandlers(options: Pick<AgentOptions, 'handlers' | 'httpAllowHosts' | 'execAllow'>): Record<string, TaskHandler> {
+export function registeredHandlers(options: Pick<AgentOptions, 'handlers' | 'httpAllowHosts' | 'execAllow' | 'execCwdRoot'>): Record<string, TaskHandler> {
   return { ...builtinHandlers(options), ...(options.handlers ?? {}) };
 }
 
@@ -158,12 +185,31 @@ export function agentOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, overri
     execAllow: fromEnv.KAIROS_EXEC_ALLOW,
     drainGraceMs: fromEnv.KAIROS_DRAIN_GRACE_MS,
     ...(fromEnv.KAIROS_TOKEN === undefined ? {} : { token: fromEnv.KAIROS_TOKEN }),
+    ...tlsFromEnv(fromEnv),
+    ...(fromEnv.KAIROS_EXEC_CWD_ROOT === undefined ? {} : { execCwdRoot: fromEnv.KAIROS_EXEC_CWD_ROOT }),
     ...(fromEnv.KAIROS_TRUST_MARGIN_MS === undefined ? {} : { trustMarginMs: fromEnv.KAIROS_TRUST_MARGIN_MS }),
     ...defined,
   };
+  if (base.execAllow.some((program) => !isAbsolute(program))) {
+    throw new ConfigError(sources(defined).has('execAllow') ? 'execAllow' : 'KAIROS_EXEC_ALLOW', 'entries must be absolute paths (e.g. /usr/bin/backup)');
+  }
   const tasks = defined.tasks ?? fromEnv.KAIROS_AGENT_TASKS ?? Object.keys(registeredHandlers(base)).sort();
-  const sources = new Set(Object.keys(defined));
-  return checkAgentOptions({ ...base, tasks }, (field) => (sources.has(field) ? field : (ENV_NAMES[field] ?? field)));
+  const given = sources(defined);
+  return checkAgentOptions({ ...base, tasks }, (field) => (given.has(field) ? field : (ENV_NAMES[field] ?? field)));
+}
+
+function sources(defined: Partial<AgentOptions>): Set<string> {
+  return new Set(Object.keys(defined));
+}
+
+function tlsFromEnv(env: z.infer<typeof envSchema>): Pick<AgentOptions, 'tls'> {
+  const files = {
+    ...(env.KAIROS_TLS_CA === undefined ? {} : { caFile: env.KAIROS_TLS_CA }),
+    ...(env.KAIROS_TLS_CLIENT_CERT === undefined ? {} : { certFile: env.KAIROS_TLS_CLIENT_CERT }),
+    ...(env.KAIROS_TLS_CLIENT_KEY === undefined ? {} : { keyFile: env.KAIROS_TLS_CLIENT_KEY }),
+  };
+  const on = env.KAIROS_TLS === 'true' || env.KAIROS_TLS === '1' || Object.keys(files).length > 0;
+  return on ? { tls: files } : {};
 }
 
 /**

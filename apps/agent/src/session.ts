@@ -98,6 +98,11 @@ export interface SessionConfig {
   readonly tasks: readonly string[];
   readonly capacity: number;
   readonly token?: string | undefined;
+  /**
+   * TLS to the coordinator, as PEM text (the session may run in a worker
+   * thread, so it gets material, not a credentials object). Unset: plaintext.
+   */
+  readonly tls?: { readonly caPem?: string; readonly certPem?: string; readonly keyPem?: string } | undefined;
   /** Overrides the default margin, max(200, 10% of lease_ms). */
   readonly trustMarginMs?: number | undefined;
   readonly version: string;
@@ -173,7 +178,7 @@ export class AgentSession {
     this.random = deps.random ?? Math.random;
     this.tasks = new Set(config.tasks);
     this.keeper = new LeaseKeeper(config.trustMarginMs ?? defaultTrustMarginMs(0));
-    this.credentials = deps.credentials ?? grpc.credentials.createInsecure();
+    this.credentials = deps.credentials ?? credentialsFor(config.tls);
   }
 
   /**
@@ -720,6 +725,12 @@ export class AgentSession {
   private log(level: LogLevel, fields: Record<string, unknown>, msg: string): void {
     this.host.post({ type: 'log', level, fields, msg });
   }
+}
+
+function credentialsFor(tls: SessionConfig['tls']): grpc.ChannelCredentials {
+  if (tls === undefined) return grpc.credentials.createInsecure();
+  const pem = (text: string | undefined) => (text === undefined ? null : Buffer.from(text, 'utf8'));
+  return grpc.credentials.createSsl(pem(tls.caPem), pem(tls.keyPem), pem(tls.certPem));
 }
 
 function describe(error: unknown): string {

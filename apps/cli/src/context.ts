@@ -25,6 +25,7 @@ interface RawGlobals {
   json?: boolean;
   tls?: boolean;
   tlsCa?: string;
+  ca?: string;
   tlsCert?: string;
   tlsKey?: string;
 }
@@ -39,10 +40,17 @@ export function globalOptions(command: Command, io: CliIo): GlobalOptions {
   const raw = command.optsWithGlobals<RawGlobals>();
   const address = raw.address ?? nonEmpty(io.env['KAIROS_ADDRESS']) ?? DEFAULT_ADDRESS;
   const token = raw.token ?? nonEmpty(io.env['KAIROS_TOKEN']) ?? devToken(io);
-  return { address, token, json: raw.json === true, tls: tlsOptions(raw) };
+  return { address, token, json: raw.json === true, tls: tlsOptions(raw, io) };
 }
 
-function tlsOptions(raw: RawGlobals): TlsOptions | false {
+/** `--ca` is `--tls-ca`; KAIROS_TLS_CA and KAIROS_TLS=true turn TLS on from the environment. */
+function tlsOptions(given: RawGlobals, io: CliIo): TlsOptions | false {
+  const caFromEnv = nonEmpty(io.env['KAIROS_TLS_CA']);
+  const raw: RawGlobals = {
+    ...given,
+    tls: given.tls === true || ['true', '1'].includes(io.env['KAIROS_TLS'] ?? ''),
+    ...(given.ca ?? given.tlsCa ?? caFromEnv ? { tlsCa: given.ca ?? given.tlsCa ?? caFromEnv } : {}),
+  };
   if (raw.tlsCa === undefined && raw.tlsCert === undefined && raw.tlsKey === undefined) {
     return raw.tls === true ? {} : false;
   }

@@ -30,8 +30,9 @@ export function buildProgram(io: CliIo, modules: ProcessModules): Command {
     .option('--address <host:port>', `coordinator gRPC address (env KAIROS_ADDRESS, default ${DEFAULT_ADDRESS})`)
     .option('--token <token>', 'bearer token (env KAIROS_TOKEN)')
     .option('--json', 'machine-readable output: one JSON document on stdout')
-    .option('--tls', 'use TLS with the system trust store')
-    .option('--tls-ca <file>', 'TLS: PEM certificates to trust (implies --tls)')
+    .option('--tls', 'use TLS with the system trust store (env KAIROS_TLS=true)')
+    .option('--tls-ca <file>', 'TLS: PEM certificates to trust (implies --tls; env KAIROS_TLS_CA)')
+    .option('--ca <file>', 'same as --tls-ca')
     .option('--tls-cert <file>', 'mutual TLS: client certificate chain, PEM')
     .option('--tls-key <file>', 'mutual TLS: client private key, PEM')
     .addHelpText(

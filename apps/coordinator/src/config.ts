@@ -33,6 +33,17 @@ const schema = z
     KAIROS_AUTH_CACHE_MS: positiveMs.max(30_000).default(2_000),
     KAIROS_AGENT_HELLO_TIMEOUT_MS: positiveMs.default(5_000),
     KAIROS_AGENT_SILENCE_LIMIT_MS: positiveMs.optional(),
+    KAIROS_TLS_CERT: z.string().min(1).optional(),
+    KAIROS_TLS_KEY: z.string().min(1).optional(),
+    KAIROS_TLS_CLIENT_CA: z.string().min(1).optional(),
+    KAIROS_TLS_RELOAD_MS: positiveMs.min(100).default(5_000),
+    KAIROS_HTTP_REQUEST_TIMEOUT_MS: positiveMs.default(30_000),
+    KAIROS_HTTP_HEADERS_TIMEOUT_MS: positiveMs.default(10_000),
+    KAIROS_HTTP_KEEPALIVE_TIMEOUT_MS: positiveMs.default(5_000),
+    KAIROS_HTTP_MAX_CONNECTIONS: positiveMs.max(1_000_000).default(1_000),
+    KAIROS_GRPC_MAX_CONCURRENT_STREAMS: positiveMs.max(100_000).default(100),
+    KAIROS_GRPC_MAX_CONNECTION_IDLE_MS: positiveMs.default(300_000),
+    KAIROS_GRPC_MAX_MESSAGE_BYTES: positiveMs.min(65_536).max(64 * 1024 * 1024).default(4 * 1024 * 1024),
     KAIROS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   .loose();
@@ -74,8 +85,44 @@ export interface CoordinatorOptions {
   authCacheMs: number;
   /** An agent stream that has not sent Hello this long after opening is closed. */
   agentHelloTimeoutMs: number;
-  /** An agent stream silent this long (no heartbeat) is closed; default twice the lease. */
+  /**
+   * An agent stream silent this long (no heartbeat) is closed; default three
+   * leases, at least 30 s. A silent agent gets no new work long before that
+   * (two heartbeat intervals); this frees the stream of a peer that stays
+   * connected but says nothing, without cutting off an agent that was only
+   * paused for a while and comes back to report.
+   */
   agentSilenceLimitMs: number;
+  /** Serve REST and gRPC over TLS (files re-read every `reloadMs`); unset: plaintext. */
+  tls?: TlsFiles;
+  limits: ServerLimits;
+}
+
+export interface TlsFiles {
+  certFile: string;
+  keyFile: string;
+  /** Require client certificates signed by this CA on gRPC (mTLS). */
+  clientCaFile?: string;
+  /** How often the files are checked for a new certificate. */
+  reloadMs: number;
+}
+
+/** Bounds on what one peer can hold on the servers (docs/security.md, "Limits"). */
+export interface ServerLimits {
+  /** A REST request (headers and body) must arrive within this; else 408. */
+  httpRequestTimeoutMs: number;
+  /** The request headers must arrive within this. */
+  httpHeadersTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  httpKeepAliveTimeoutMs: number;
+  /** Open REST connections at once; more are refused. */
+  httpMaxConnections: number;
+  /** Concurrent gRPC streams (calls) per connection. */
+  grpcMaxConcurrentStreams: number;
+  /** A gRPC connection without calls is closed after this. */
+  grpcMaxConnectionIdleMs: number;
+  /** Largest gRPC message received. */
+  grpcMaxMessageBytes: number;
 }
 
 export function coordinatorOptionsFromEnv(
@@ -109,11 +156,42 @@ export function coordinatorOptionsFromEnv(
     insecure: e.KAIROS_INSECURE,
     authCacheMs: e.KAIROS_AUTH_CACHE_MS,
     agentHelloTimeoutMs: e.KAIROS_AGENT_HELLO_TIMEOUT_MS,
-    agentSilenceLimitMs: e.KAIROS_AGENT_SILENCE_LIMIT_MS ?? 2 * leaseMs,
+    agentSilenceLimitMs: e.KAIROS_AGENT_SILENCE_LIMIT_MS ?? Math.max(3 * leaseMs, 30_000),
+    ...tlsFiles(e),
+    limits: {
+      httpRequestTimeoutMs: e.KAIROS_HTTP_REQUEST_TIMEOUT_MS,
+      httpHeadersTimeoutMs: e.KAIROS_HTTP_HEADERS_TIMEOUT_MS,
+      httpKeepAliveTimeoutMs: e.KAIROS_HTTP_KEEPALIVE_TIMEOUT_MS,
+      httpMaxConnections: e.KAIROS_HTTP_MAX_CONNECTIONS,
+      grpcMaxConcurrentStreams: e.KAIROS_GRPC_MAX_CONCURRENT_STREAMS,
+      grpcMaxConnectionIdleMs: e.KAIROS_GRPC_MAX_CONNECTION_IDLE_MS,
+      grpcMaxMessageBytes: e.KAIROS_GRPC_MAX_MESSAGE_BYTES,
+    },
     ...(e.DATABASE_URL ? { databaseUrl: e.DATABASE_URL } : {}),
     ...stripUndefined(overrides),
   };
   return options;
+}
+
+function tlsFiles(e: z.infer<typeof schema>): { tls?: TlsFiles } {
+  if (e.KAIROS_TLS_CERT === undefined && e.KAIROS_TLS_KEY === undefined) {
+    if (e.KAIROS_TLS_CLIENT_CA !== undefined) {
+      throw new Error('invalid configuration: KAIROS_TLS_CLIENT_CA: needs KAIROS_TLS_CERT and KAIROS_TLS_KEY (mTLS is TLS first)');
+    }
+    return {};
+  }
+  if (e.KAIROS_TLS_CERT === undefined || e.KAIROS_TLS_KEY === undefined) {
+    const missing = e.KAIROS_TLS_CERT === undefined ? 'KAIROS_TLS_CERT' : 'KAIROS_TLS_KEY';
+    throw new Error(`invalid configuration: ${missing}: TLS needs both KAIROS_TLS_CERT and KAIROS_TLS_KEY`);
+  }
+  return {
+    tls: {
+      certFile: e.KAIROS_TLS_CERT,
+      keyFile: e.KAIROS_TLS_KEY,
+      ...(e.KAIROS_TLS_CLIENT_CA === undefined ? {} : { clientCaFile: e.KAIROS_TLS_CLIENT_CA }),
+      reloadMs: e.KAIROS_TLS_RELOAD_MS,
+    },
+  };
 }
 
 function stripUndefined<T extends object>(value: T): Partial<T> {

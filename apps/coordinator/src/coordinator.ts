@@ -3,6 +3,8 @@
  * servers. `startCoordinator` returns once both servers listen; `stop()` is
  * the SIGTERM path (tell agents to move, stop claiming, close servers).
  */
+import http from 'node:http';
+import https from 'node:https';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
@@ -22,10 +24,11 @@ import { jobServiceImplementation } from './api/grpc-jobs';
 import { jobCommands } from './api/job-commands';
 import { createRestServer } from './api/rest';
 import { tokenCommands } from './api/token-commands';
-import type { CoordinatorOptions } from './config';
+import type { CoordinatorOptions, ServerLimits, TlsFiles } from './config';
 import { createDispatcher } from './dispatch/dispatcher';
 import { createReaper } from './maintenance/reaper';
 import { createMetrics } from './metrics';
+import { grpcServerCredentials, loadPair, watchPair } from './tls';
 
 export interface RunningCoordinator {
   readonly coordinatorId: string;
@@ -38,8 +41,36 @@ export interface RunningCoordinator {
   stop(): Promise<void>;
 }
 
+/**
+ * Fields never written to the log, wherever a log line carries them (a second
+ * line of defence: no code path logs them on purpose). Errors from the store
+ * are scrubbed of SQL parameters at the source (libs/store pg-errors.ts).
+ */
+const REDACTED_LOG_FIELDS = [
+  'databaseUrl',
+  'DATABASE_URL',
+  '*.databaseUrl',
+  'payload',
+  '*.payload',
+  'secret',
+  '*.secret',
+  'token',
+  '*.token',
+  'authorization',
+  '*.authorization',
+  '*.headers.authorization',
+  'password',
+  '*.password',
+];
+
 export async function startCoordinator(options: CoordinatorOptions, logger?: Logger): Promise<RunningCoordinator> {
-  const log = logger ?? pino({ level: options.logLevel, base: { service: 'kairos-coordinator', coordinatorId: options.coordinatorId } });
+  const log =
+    logger ??
+    pino({
+      level: options.logLevel,
+      base: { service: 'kairos-coordinator', coordinatorId: options.coordinatorId },
+      redact: { paths: REDACTED_LOG_FIELDS, censor: '[redacted]' },
+    });
 
   let embedded: EmbeddedPostgres | undefined;
   let databaseUrl = options.databaseUrl;
@@ -77,7 +108,13 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
   });
   let shuttingDown = false;
 
-  const grpcServer = new grpc.Server({ ...KAIROS_SERVER_OPTIONS });
+  const limits = options.limits;
+  const grpcServer = new grpc.Server({
+    ...KAIROS_SERVER_OPTIONS,
+    'grpc.max_concurrent_streams': limits.grpcMaxConcurrentStreams,
+    'grpc.max_connection_idle_ms': limits.grpcMaxConnectionIdleMs,
+    'grpc.max_receive_message_length': limits.grpcMaxMessageBytes,
+  });
   addGrpcService(
     grpcServer,
     JobService,
@@ -90,11 +127,12 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
   health.addToServer(grpcServer);
   new ReflectionService(reflectionPackageDefinition() as never).addToServer(grpcServer);
   const grpcPort = await new Promise<number>((resolve, reject) =>
-    grpcServer.bindAsync(`${options.host}:${options.grpcPort}`, grpc.ServerCredentials.createInsecure(), (error, port) =>
+    grpcServer.bindAsync(`${options.host}:${options.grpcPort}`, grpcServerCredentials(options.tls), (error, port) =>
       error ? reject(error) : resolve(port),
     ),
   );
 
+  let stopWatchingCertificate: (() => void) | undefined;
   const rest = createRestServer({
     commands,
     tokens: tokenCommands(store),
@@ -103,6 +141,13 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     metrics,
     logger: log,
     ready: () => store.ping(),
+    serverFactory: (handler) => {
+      const server = createNodeServer(options.tls, limits, handler);
+      if (options.tls && server instanceof https.Server) {
+        stopWatchingCertificate = watchPair(options.tls, (pair) => server.setSecureContext(pair), log.child({ component: 'tls' }));
+      }
+      return server as http.Server;
+    },
   });
   await rest.listen({ host: options.host, port: options.httpPort });
   const httpAddress = rest.server.address();
@@ -118,7 +163,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
   const displayHost = options.host === '0.0.0.0' || options.host === '::' ? '127.0.0.1' : options.host;
   const running: RunningCoordinator = {
     coordinatorId: options.coordinatorId,
-    httpUrl: `http://${displayHost}:${httpPort}`,
+    httpUrl: `${options.tls ? 'https' : 'http'}://${displayHost}:${httpPort}`,
     grpcAddress: `${displayHost}:${grpcPort}`,
     databaseUrl,
     logger: log,
@@ -126,6 +171,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
       if (shuttingDown) return;
       shuttingDown = true;
       clearInterval(insecureWarning);
+      stopWatchingCertificate?.();
       log.info('shutting down: agents are told to move to another coordinator');
       health.setStatus('', 'NOT_SERVING');
       await dispatcher.stop();
@@ -169,6 +215,24 @@ async function migrateWithRetry(migrate: () => Promise<string[]>, log: Logger): 
 async function waitUntil(done: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!done() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+}
+
+/** The REST server: https with the certificate pair when TLS is configured; bounded either way. */
+function createNodeServer(
+  tls: TlsFiles | undefined,
+  limits: ServerLimits,
+  handler: (request: http.IncomingMessage, response: http.ServerResponse) => void,
+): http.Server | https.Server {
+  const bounded: http.ServerOptions = {
+    requestTimeout: limits.httpRequestTimeoutMs,
+    headersTimeout: Math.min(limits.httpHeadersTimeoutMs, limits.httpRequestTimeoutMs),
+    keepAliveTimeout: limits.httpKeepAliveTimeoutMs,
+    // Node checks the two timeouts above on this interval (default 30 s).
+    connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(limits.httpRequestTimeoutMs / 4))),
+  };
+  const server = tls ? https.createServer({ ...bounded, ...loadPair(tls) }, handler) : http.createServer(bounded, handler);
+  server.maxConnections = limits.httpMaxConnections;
+  return server;
 }
 
 /** --insecure is loud: a warning at start and every five minutes while it runs. */

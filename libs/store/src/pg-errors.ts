@@ -57,13 +57,48 @@ export function isConnectionError(error: unknown): boolean {
   return false;
 }
 
-/** Wraps a driver error: connection trouble becomes StoreUnavailableError, the rest keeps its cause. */
+/**
+ * Wraps a driver error: connection trouble becomes StoreUnavailableError, the
+ * rest keeps a cause. The cause is scrubbed (`scrubbed`): query builders put
+ * the failing SQL and every parameter (payloads, idempotency keys) into their
+ * error messages, and PostgreSQL's `detail` quotes key values; none of that
+ * may reach a log.
+ */
 export function wrapStoreError(context: string, error: unknown): Error {
   if (error instanceof StoreUnavailableError || error instanceof StoreInvariantError) return error;
-  if (isConnectionError(error)) return new StoreUnavailableError(`${context}: database unavailable`, { cause: error });
+  if (isConnectionError(error)) return new StoreUnavailableError(`${context}: database unavailable`, { cause: scrubbed(error) });
   const code = sqlState(error);
   if (code === SQLSTATE.checkViolation || code === SQLSTATE.uniqueViolation) {
-    return new StoreInvariantError(`${context}: constraint violated`, { cause: error });
+    return new StoreInvariantError(`${context}: constraint violated`, { cause: scrubbed(error) });
   }
-  return new Error(`${context} failed`, { cause: error });
+  return new Error(`${context} failed`, { cause: scrubbed(error) });
+}
+
+/**
+ * The driver's own error (the innermost one with a SQLSTATE or socket code)
+ * reduced to what is safe to log: its code, its message (PostgreSQL's primary
+ * message names objects, not values), the constraint and the table. A query
+ * builder's wrapper, whose message is "Failed query: <sql> params: <values>",
+ * is dropped.
+ */
+export function scrubbed(error: unknown): Error {
+  let driver: Record<string, unknown> | undefined;
+  for (let current = error, depth = 0; current && typeof current === 'object' && depth < 5; depth++) {
+    const candidate = current as Record<string, unknown>;
+    if (typeof candidate.code === 'string') {
+      driver = candidate;
+      break;
+    }
+    current = candidate.cause ?? (candidate.errors as unknown[] | undefined)?.[0];
+  }
+  if (driver === undefined) {
+    const name = error instanceof Error ? error.name : typeof error;
+    return new Error(`${name} (message withheld: it may quote query parameters)`);
+  }
+  const message = typeof driver.message === 'string' && !driver.message.startsWith('Failed query') ? driver.message : 'query failed';
+  return Object.assign(new Error(`${message} (${String(driver.code)})`), {
+    code: driver.code,
+    ...(typeof driver.constraint === 'string' ? { constraint: driver.constraint } : {}),
+    ...(typeof driver.table === 'string' ? { table: driver.table } : {}),
+  });
 }

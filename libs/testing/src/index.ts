@@ -14,3 +14,4 @@ export {
   type LogLine,
 } from './processes';
 export { restClient, type RestResponse } from './rest-client';
+export { makeTestPki, type TestPki } from './certificates';

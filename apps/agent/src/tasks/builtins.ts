@@ -11,6 +11,7 @@ import { sleepTask } from './sleep';
 export interface BuiltinOptions {
   readonly httpAllowHosts: readonly string[];
   readonly execAllow: readonly string[];
+  readonly execCwdRoot?: string | undefined;
 }
 
 export function builtinHandlers(options: BuiltinOptions): Record<string, TaskHandler> {
@@ -18,6 +19,6 @@ export function builtinHandlers(options: BuiltinOptions): Record<string, TaskHan
     http: httpTask(options.httpAllowHosts),
     sleep: sleepTask,
   };
-  if (options.execAllow.length > 0) handlers['exec'] = execTask({ allow: options.execAllow });
+  if (options.execAllow.length > 0) handlers['exec'] = execTask({ allow: options.execAllow, cwdRoot: options.execCwdRoot });
   return handlers;
 }

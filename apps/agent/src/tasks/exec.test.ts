@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { taskContext } from '../test-support/task-context';
@@ -31,26 +31,69 @@ describe('exec task', () => {
     await expect(task({ argv: ['echo', 'hi'] }, taskContext())).rejects.toThrow(/allow-list/); // exact match only
   });
 
+  it('takes absolute paths only in its allow-list and cwd root', () => {
+    expect(() => execTask({ allow: ['echo'] })).toThrow('exec allow-list entries must be absolute paths (got "echo")');
+    expect(() => execTask({ allow: [ECHO], cwdRoot: 'jobs' })).toThrow('the exec cwd root must be an absolute path');
+  });
+
   it('is not registered at all without an allow-list', () => {
     expect(Object.keys(builtinHandlers({ httpAllowHosts: [], execAllow: [] })).sort()).toEqual(['http', 'sleep']);
     expect(Object.keys(builtinHandlers({ httpAllowHosts: [], execAllow: [ECHO] })).sort()).toEqual(['exec', 'http', 'sleep']);
   });
 
-  it('fails on a non-zero exit with the end of stderr, and passes env and cwd', async () => {
-    const task = execTask({ allow: [SH] });
-    await expect(task({ argv: [SH, '-c', 'echo "went wrong in $PWD with $GREETING" >&2; exit 3'], env: { GREETING: 'hi' }, cwd: '/tmp' }, taskContext())).rejects.toThrow(
-      '"/bin/sh" exited with code 3; stderr: went wrong in /tmp with hi',
-    );
+  it('fails on a non-zero exit with the end of stderr, and passes env and a cwd under the root', async () => {
+    const root = mkdtempSync(path.join(tmpdir(), 'kairos-exec-root-'));
+    mkdirSync(path.join(root, 'work'));
+    try {
+      const task = execTask({ allow: [SH], cwdRoot: root });
+      await expect(
+        task({ argv: [SH, '-c', 'echo "went wrong in $PWD with $GREETING" >&2; exit 3'], env: { GREETING: 'hi' }, cwd: 'work' }, taskContext()),
+      ).rejects.toThrow(`"/bin/sh" exited with code 3; stderr: went wrong in ${realpathSync(root)}/work with hi`);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 
-  it('does not hand the agent\'s KAIROS_* variables to the child', async () => {
+  it('refuses a cwd outside the root (symlinks followed), and any cwd without a root', async () => {
+    const root = mkdtempSync(path.join(tmpdir(), 'kairos-exec-root-'));
+    symlinkSync('/etc', path.join(root, 'escape'));
+    try {
+      const task = execTask({ allow: [ECHO], cwdRoot: root });
+      await expect(task({ argv: [ECHO], cwd: '/tmp' }, taskContext())).rejects.toThrow(/invalid payload field "cwd": "\/tmp" is outside/);
+      await expect(task({ argv: [ECHO], cwd: '../..' }, taskContext())).rejects.toThrow(/is outside/);
+      await expect(task({ argv: [ECHO], cwd: 'escape' }, taskContext())).rejects.toThrow(/is outside/);
+      await expect(execTask({ allow: [ECHO] })({ argv: [ECHO], cwd: '/tmp' }, taskContext())).rejects.toThrow(
+        /no KAIROS_EXEC_CWD_ROOT/,
+      );
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it.each(['PATH', 'LD_PRELOAD', 'LD_LIBRARY_PATH', 'DYLD_INSERT_LIBRARIES', 'NODE_OPTIONS', 'PYTHONPATH', 'BASH_ENV', 'KAIROS_TOKEN', 'GCONV_PATH', '1BAD', 'A=B'])(
+    'refuses a payload env setting %s, naming the field',
+    async (name) => {
+      const task = execTask({ allow: [ECHO] });
+      await expect(task({ argv: [ECHO], env: { [name]: 'x' } }, taskContext())).rejects.toThrow(/invalid payload field "env/);
+    },
+  );
+
+  it('starts the child from a minimal environment, never the agent\'s, with the run\'s identity', async () => {
     process.env['KAIROS_TOKEN'] = 'agent-secret';
+    process.env['DATABASE_URL'] = 'postgres://user:secret@db/kairos';
     try {
       const task = execTask({ allow: [SH] });
-      const result = await task({ argv: [SH, '-c', 'echo "token=[$KAIROS_TOKEN]"'] }, taskContext());
-      expect(result).toMatchObject({ stdoutTail: 'token=[]\n' });
+      const result = await task(
+        { argv: [SH, '-c', 'echo "token=[$KAIROS_TOKEN] db=[$DATABASE_URL] path=[$PATH] job=[$KAIROS_JOB_ID] fence=[$KAIROS_FENCING_TOKEN]"'] },
+        taskContext(),
+      );
+      const ctx = taskContext();
+      expect(result).toMatchObject({
+        stdoutTail: `token=[] db=[] path=[/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin] job=[${ctx.jobId}] fence=[${ctx.fencingToken}]\n`,
+      });
     } finally {
       delete process.env['KAIROS_TOKEN'];
+      delete process.env['DATABASE_URL'];
     }
   });
 

@@ -3,18 +3,29 @@
  *
  * Payload: { argv: [program, ...args], env?: {NAME: value}, cwd? }
  *
- * - argv[0] must be on the agent's allow-list (KAIROS_EXEC_ALLOW), compared as
- *   an exact string: allow "/usr/bin/backup", and the payload must say
- *   "/usr/bin/backup". With an empty list the task is not registered at all.
+ * - argv[0] must be on the agent's allow-list (KAIROS_EXEC_ALLOW) of absolute
+ *   paths, compared as an exact string: allow "/usr/bin/backup", and the
+ *   payload must say "/usr/bin/backup". With an empty list the task is not
+ *   registered at all.
  * - No shell: arguments reach the program verbatim ("$HOME; rm" stays text).
- * - The child's environment is the agent's minus every KAIROS_* variable (the
- *   agent's token is not the job's business), plus the payload's `env`.
+ * - The child starts from a minimal environment, never the agent's (which may
+ *   hold DATABASE_URL, tokens, cloud credentials): a fixed PATH, LANG, the
+ *   run's KAIROS_JOB_ID / KAIROS_RUN_ID / KAIROS_ATTEMPT / KAIROS_FENCING_TOKEN
+ *   (for idempotent handlers), plus the payload's `env`. The payload may not
+ *   set PATH, loader or interpreter-injection variables (LD_*, DYLD_*,
+ *   NODE_OPTIONS, PYTHONPATH, BASH_ENV, ...) or KAIROS_*: a job that may pick
+ *   the program's shared libraries picks what runs.
+ * - `cwd` must resolve (symlinks followed) to a folder under the agent's
+ *   KAIROS_EXEC_CWD_ROOT; without one, the payload may not choose a cwd and
+ *   the child runs in the agent's working folder.
  * - Exit code 0 is success; anything else a failure quoting the end of stderr.
  * - The child runs in its own process group, so a Ctrl-C aimed at the agent
  *   does not kill it mid-drain. On abort the group gets SIGTERM, then SIGKILL
  *   after `killGraceMs`.
  */
 import { spawn } from 'node:child_process';
+import { realpathSync } from 'node:fs';
+import path from 'node:path';
 import { z } from 'zod';
 import { parsePayload, type TaskContext, type TaskHandler } from '../sdk';
 
@@ -22,9 +33,41 @@ import { parsePayload, type TaskContext, type TaskHandler } from '../sdk';
 const TAIL_BYTES = 4_096;
 const DEFAULT_KILL_GRACE_MS = 5_000;
 
+/** The child's whole environment before the payload's `env`. */
+const BASE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/**
+ * Names a payload may not set: they choose what code runs (the search path,
+ * the dynamic loader, interpreters' start-up hooks) rather than configure it.
+ */
+const FORBIDDEN_ENV = [
+  /^PATH$/,
+  /^LD_/,
+  /^DYLD_/,
+  /^KAIROS_/,
+  /^(NODE_OPTIONS|NODE_PATH|NODE_EXTRA_CA_CERTS)$/,
+  /^PYTHON(PATH|HOME|STARTUP|INSPECT)$/,
+  /^(PERL5LIB|PERL5OPT|PERLLIB|RUBYLIB|RUBYOPT|GEM_PATH|GEM_HOME)$/,
+  /^(JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|CLASSPATH)$/,
+  /^(BASH_ENV|ENV|SHELLOPTS|BASHOPTS|IFS|PS4|PROMPT_COMMAND)$/,
+  /^(GCONV_PATH|LOCPATH|NLSPATH|MALLOC_.*|GLIBC_TUNABLES|HOSTALIASES|RESOLV_HOST_CONF)$/,
+];
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
 const execPayload = z.strictObject({
-  argv: z.array(z.string()).min(1, 'must name the program to run'),
-  env: z.record(z.string(), z.string()).optional(),
+  argv: z.array(z.string().refine((arg) => !arg.includes('\0'), 'must not contain NUL')).min(1, 'must name the program to run'),
+  env: z
+    .record(
+      z
+        .string()
+        .regex(ENV_NAME, 'names must be letters, digits and _ (not starting with a digit)')
+        .refine((name) => !FORBIDDEN_ENV.some((re) => re.test(name)), {
+          message: 'may not set PATH, KAIROS_*, or loader/interpreter variables (LD_*, DYLD_*, NODE_OPTIONS, PYTHONPATH, BASH_ENV, ...)',
+        }),
+      z.string().refine((value) => !value.includes('\0'), 'values must not contain NUL'),
+    )
+    .optional(),
   cwd: z.string().min(1).optional(),
 });
 
@@ -34,12 +77,22 @@ export interface ExecResult {
 }
 
 export interface ExecTaskOptions {
+  /** Absolute paths of the programs jobs may run. */
   readonly allow: readonly string[];
+  /** Folder a payload's `cwd` must lie under (KAIROS_EXEC_CWD_ROOT); unset: payloads may not choose a cwd. */
+  readonly cwdRoot?: string | undefined;
   /** Between SIGTERM and SIGKILL on abort. */
   readonly killGraceMs?: number;
 }
 
 export function execTask(options: ExecTaskOptions): TaskHandler {
+  const relative = options.allow.filter((program) => !path.isAbsolute(program));
+  if (relative.length > 0) {
+    throw new Error(`exec allow-list entries must be absolute paths (got ${relative.map((p) => JSON.stringify(p)).join(', ')})`);
+  }
+  if (options.cwdRoot !== undefined && !path.isAbsolute(options.cwdRoot)) {
+    throw new Error(`the exec cwd root must be an absolute path (got ${JSON.stringify(options.cwdRoot)})`);
+  }
   const allowed = new Set(options.allow);
   const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
   return async (payload: Record<string, unknown>, ctx: TaskContext): Promise<ExecResult> => {
@@ -48,17 +101,42 @@ export function execTask(options: ExecTaskOptions): TaskHandler {
     if (!allowed.has(program)) {
       throw new Error(`program "${program}" is not on this agent's exec allow-list (KAIROS_EXEC_ALLOW)`);
     }
+    const cwd = request.cwd === undefined ? undefined : checkedCwd(request.cwd, options.cwdRoot);
     ctx.signal.throwIfAborted();
-    return await runChild(program, args, childEnv(request.env), request.cwd, ctx.signal, killGraceMs);
+    return await runChild(program, args, childEnv(request.env, ctx), cwd, ctx.signal, killGraceMs);
   };
 }
 
-function childEnv(extra: Record<string, string> | undefined): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('KAIROS_')) env[name] = value;
+/** The child's environment: a minimal base, the run's identity, the payload's variables. Never the agent's. */
+function childEnv(extra: Record<string, string> | undefined, ctx: TaskContext): NodeJS.ProcessEnv {
+  return {
+    PATH: BASE_PATH,
+    LANG: 'C.UTF-8',
+    ...extra,
+    KAIROS_JOB_ID: ctx.jobId,
+    KAIROS_RUN_ID: ctx.runId,
+    KAIROS_ATTEMPT: String(ctx.attempt),
+    KAIROS_FENCING_TOKEN: String(ctx.fencingToken),
+  };
+}
+
+/** The payload's cwd, resolved with symlinks followed, if it lies under `root`. */
+function checkedCwd(cwd: string, root: string | undefined): string {
+  if (root === undefined) {
+    throw new Error('invalid payload field "cwd": this agent has no KAIROS_EXEC_CWD_ROOT, so jobs may not choose a working folder');
   }
-  return { ...env, ...extra };
+  let resolved: string;
+  let base: string;
+  try {
+    base = realpathSync(root);
+    resolved = realpathSync(path.resolve(base, cwd));
+  } catch (error: unknown) {
+    throw new Error(`invalid payload field "cwd": ${(error as Error).message}`);
+  }
+  if (resolved !== base && !resolved.startsWith(base + path.sep)) {
+    throw new Error(`invalid payload field "cwd": ${JSON.stringify(cwd)} is outside ${base}`);
+  }
+  return resolved;
 }
 
 function runChild(

@@ -6,7 +6,14 @@
  * (auth.ts) and then checks the permission the route needs; the namespace a
  * call works in is always the caller's token's, never a request field.
  */
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Server } from 'node:http';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerFactoryHandler,
+} from 'fastify';
 import type { Logger } from 'pino';
 import type { Dispatcher } from '../dispatch/dispatcher';
 import type { Metrics } from '../metrics';
@@ -34,9 +41,12 @@ export function createRestServer(deps: {
   metrics: Metrics;
   logger: Logger;
   ready: () => Promise<boolean>;
+  /** Makes the Node server (http or https, with its timeouts and connection cap). */
+  serverFactory?: (handler: FastifyServerFactoryHandler) => Server;
 }): FastifyInstance {
   const { commands, logger } = deps;
   const app = Fastify({
+    ...(deps.serverFactory ? { serverFactory: deps.serverFactory } : {}),
     // Per-request lines are logged at info by fastify; keep them out of the JSON log.
     loggerInstance: logger.child({ component: 'rest' }, { level: 'warn' }) as FastifyBaseLogger,
     // Generous for the body envelope; the payload itself is capped at LIMITS.payloadBytes.
