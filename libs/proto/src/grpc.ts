@@ -11,7 +11,11 @@
  * - path: `/<package>.<Service>/<Method>`, e.g. `/kairos.v1.JobService/CreateJob`;
  * - requestStream / responseStream: from `methodKind`;
  * - serialize: `toBinary` (after `create`, so plain init objects are accepted);
- * - deserialize: `fromBinary` (always yields a complete message).
+ * - deserialize: `fromBinary` (always yields a complete message). A request
+ *   the server cannot decode (nested past protobuf-es's recursion limit,
+ *   malformed bytes) becomes an empty message marked `undecodable`, so the
+ *   handler can refuse it with INVALID_ARGUMENT: grpc-js itself would answer
+ *   INTERNAL, as if the server were broken.
  *
  * Servers register with `addGrpcService(server, JobService, impl)`, clients come
  * from `createGrpcClient(JobService, address, credentials)`; both are typed from
@@ -159,6 +163,26 @@ function deserializer<D extends DescMessage>(schema: D): grpc.deserialize<Messag
   return (bytes) => fromBinary(schema, bytes);
 }
 
+const UNDECODABLE = Symbol('kairos.undecodable');
+
+/** Server-side request decoder: never throws; what cannot be decoded is an empty message marked with why. */
+function lenientDeserializer<D extends DescMessage>(schema: D): grpc.deserialize<MessageShape<D>> {
+  return (bytes) => {
+    try {
+      return fromBinary(schema, bytes);
+    } catch (error: unknown) {
+      const reason = error instanceof Error ? error.message : String(error);
+      return Object.assign(create(schema), { [UNDECODABLE]: reason }) as MessageShape<D>;
+    }
+  };
+}
+
+/** Why a request received by a server could not be decoded; undefined for every decoded message. */
+export function undecodableReason(message: unknown): string | undefined {
+  if (message === null || typeof message !== 'object') return undefined;
+  return (message as { [UNDECODABLE]?: string })[UNDECODABLE];
+}
+
 // Definitions are pure functions of the descriptor: build each one once, so every
 // client constructor and server registration of a service shares the same object.
 const definitions = new WeakMap<DescService, Record<string, grpc.MethodDefinition<unknown, unknown>>>();
@@ -181,7 +205,8 @@ export function grpcServiceDefinition<M extends GenServiceMethods>(service: GenS
         requestStream: method.methodKind === 'client_streaming' || method.methodKind === 'bidi_streaming',
         responseStream: method.methodKind === 'server_streaming' || method.methodKind === 'bidi_streaming',
         requestSerialize: serializer(method.input),
-        requestDeserialize: deserializer(method.input),
+        // Only servers decode requests: they get the lenient decoder.
+        requestDeserialize: lenientDeserializer(method.input),
         responseSerialize: serializer(method.output),
         responseDeserialize: deserializer(method.output),
       } as grpc.MethodDefinition<unknown, unknown>;

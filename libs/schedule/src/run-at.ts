@@ -21,6 +21,9 @@ function daysInMonth(year: number, month: number): number {
 }
 
 /** Validates an RFC 3339 timestamp with an offset and returns the instant it names. */
+const EARLIEST_RUN_AT_MS = 0;
+const LATEST_RUN_AT_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 export function parseRunAt(value: unknown, field = 'runAt'): Date {
   const expected = `${field} must be an RFC 3339 timestamp with an offset, such as "2026-03-01T09:30:00Z"`;
   if (typeof value !== 'string') throw new ScheduleValidationError(field, `${expected}; got ${describeValue(value)}`);
@@ -51,5 +54,11 @@ export function parseRunAt(value: unknown, field = 'runAt'): Date {
     offsetMs = (sign === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * MS_PER_MINUTE;
   }
   const millisecond = fraction === undefined ? 0 : Number(fraction.slice(0, 3).padEnd(3, '0'));
-  return new Date(wallClockMs({ year, month, day, hour, minute, second, millisecond }) - offsetMs);
+  const instant = wallClockMs({ year, month, day, hour, minute, second, millisecond }) - offsetMs;
+  // Before 1970 has no use (a past runAt runs now) and years below 100 or past 9999 do not survive
+  // every round trip (JavaScript's two-digit years, RFC 3339's four-digit ones).
+  if (!(instant >= EARLIEST_RUN_AT_MS && instant <= LATEST_RUN_AT_MS)) {
+    fail('it must lie between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z');
+  }
+  return new Date(instant);
 }

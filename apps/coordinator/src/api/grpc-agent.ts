@@ -26,7 +26,7 @@
  */
 import { status, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import type { AgentMessage, CoordinatorMessage, Hello } from '@kairos/proto';
+import { undecodableReason, type AgentMessage, type CoordinatorMessage, type Hello } from '@kairos/proto';
 import { StoreUnavailableError, type LeaseRef } from '@kairos/store';
 import type { CoordinatorOptions } from '../config';
 import { agentOf, createSession, leaseKey, type AgentInfo, type AgentSession, type CoordinatorMessageInit } from '../dispatch/agent-session';
@@ -179,6 +179,8 @@ export function connectHandler(deps: AgentStreamDeps) {
     function handle(message: AgentMessage): Promise<void> | void {
       const kind = message.kind;
       if (session.state.kind === 'closed') return;
+      const undecodable = undecodableReason(message);
+      if (undecodable !== undefined) return fail(status.INVALID_ARGUMENT, `a message could not be decoded: ${undecodable}`);
       if (session.state.kind === 'awaiting-hello') {
         if (kind.case !== 'hello') return fail(status.INVALID_ARGUMENT, 'the first message must be Hello');
         return onHello(kind.value);

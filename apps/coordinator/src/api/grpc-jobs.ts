@@ -8,7 +8,7 @@
  * permission named beside it; the namespace is the token's (auth.ts).
  */
 import { Metadata, type ServerErrorResponse, type sendUnaryData } from '@grpc/grpc-js';
-import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { timestampFromDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import type { Logger } from 'pino';
 import {
   JobState,
@@ -17,11 +17,13 @@ import {
   type GrpcServiceImplementation,
   type JobService,
   type ServiceMethods,
+  undecodableReason,
 } from '@kairos/proto';
 import type { Dispatcher } from '../dispatch/dispatcher';
 import { authorize, type Authenticator, type Permission } from './auth';
 import { ERROR_TABLE, toApiError } from './errors';
 import type { JobCommands, JobView, RunView } from './job-commands';
+import { ValidationError } from './validation';
 
 type Impl = GrpcServiceImplementation<ServiceMethods<typeof JobService>>;
 
@@ -41,6 +43,8 @@ export function jobServiceImplementation(deps: {
         .authenticate(typeof authorization === 'string' ? authorization : undefined)
         .then((principal) => {
           authorize(principal, permission);
+          const undecodable = undecodableReason(call.request);
+          if (undecodable !== undefined) throw new ValidationError('body', `the request could not be decoded: ${undecodable}`);
           return work(call.request, principal.namespace);
         })
         .then(
@@ -48,7 +52,9 @@ export function jobServiceImplementation(deps: {
         (error: unknown) => {
           const apiError = toApiError(error, (cause) => logger.error({ err: cause }, 'gRPC request failed'));
           const metadata = new Metadata();
-          if (apiError.field) metadata.set('kairos-field', apiError.field);
+          // The field path can come from a payload key, which may hold any character; metadata
+          // values must be printable ASCII, and grpc-js throws (outside this promise) otherwise.
+          if (apiError.field) metadata.set('kairos-field', printableAscii(apiError.field));
           const grpcError: ServerErrorResponse = Object.assign(new Error(apiError.message), {
             code: ERROR_TABLE[apiError.kind].grpc,
             details: apiError.message,
@@ -63,15 +69,18 @@ export function jobServiceImplementation(deps: {
   return {
     createJob: unary('write', async (req, namespace) => {
       const body: Record<string, unknown> = { task: req.task };
-      if (req.when.case === 'runAt') body.runAt = timestampDate(req.when.value).toISOString();
+      if (req.when.case === 'runAt') body.runAt = timestampText(req.when.value, 'runAt');
       if (req.when.case === 'schedule') body.schedule = req.when.value;
       if (req.timezone) body.timezone = req.timezone;
       if (req.payload) body.payload = req.payload;
       if (req.name) body.name = req.name;
       if (req.maxAttempts) body.maxAttempts = req.maxAttempts;
       if (req.timeoutSeconds) body.timeoutSeconds = req.timeoutSeconds;
-      if (req.misfirePolicy === MisfirePolicy.SKIP) body.misfirePolicy = 'skip';
-      if (req.misfirePolicy === MisfirePolicy.FIRE_ONCE) body.misfirePolicy = 'fire-once';
+      if (!(req.misfirePolicy in MISFIRE_POLICY_NAMES)) {
+        throw new ValidationError('misfirePolicy', `misfirePolicy ${req.misfirePolicy} is not a MisfirePolicy value`);
+      }
+      const misfirePolicy = MISFIRE_POLICY_NAMES[req.misfirePolicy];
+      if (misfirePolicy !== undefined) body.misfirePolicy = misfirePolicy;
       if (req.idempotencyKey) body.idempotencyKey = req.idempotencyKey;
       const result = await commands.create(namespace, body);
       return { jobId: result.job.jobId, created: result.created };
@@ -79,6 +88,7 @@ export function jobServiceImplementation(deps: {
     getJob: unary('read', async (req, namespace) => ({ job: toJobMessage(await commands.get(namespace, req.jobId)) })),
     listJobs: unary('read', async (req, namespace) => {
       const query: Record<string, unknown> = {};
+      if (JobState[req.state] === undefined) throw new ValidationError('state', `state ${req.state} is not a JobState value`);
       if (req.state !== JobState.UNSPECIFIED) query.state = JobState[req.state];
       if (req.task) query.task = req.task;
       if (req.limit) query.limit = req.limit;
@@ -114,6 +124,29 @@ export function jobServiceImplementation(deps: {
       })),
     })),
   } as Impl;
+}
+
+/** `text` with every character outside printable ASCII written as a \uXXXX escape. */
+export function printableAscii(text: string): string {
+  return text.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+const MISFIRE_POLICY_NAMES: Record<number, 'skip' | 'fire-once' | undefined> = {
+  [MisfirePolicy.UNSPECIFIED]: undefined,
+  [MisfirePolicy.SKIP]: 'skip',
+  [MisfirePolicy.FIRE_ONCE]: 'fire-once',
+};
+
+/** Largest Timestamp.seconds RFC 3339 can write (9999-12-31T23:59:59Z); the range check itself is parseRunAt's. */
+const MAX_TIMESTAMP_SECONDS = 253_402_300_799n;
+
+/** A Timestamp as RFC 3339 text for the shared validation, or a ValidationError naming `field`. */
+function timestampText(timestamp: Timestamp, field: string): string {
+  const { seconds, nanos } = timestamp;
+  if (seconds < 0n || seconds > MAX_TIMESTAMP_SECONDS || nanos < 0 || nanos > 999_999_999) {
+    throw new ValidationError(field, `${field} must be between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z (seconds ${seconds}, nanos ${nanos})`);
+  }
+  return new Date(Number(seconds) * 1000 + Math.floor(nanos / 1_000_000)).toISOString();
 }
 
 function ts(iso: string | null) {

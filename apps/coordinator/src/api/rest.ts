@@ -51,16 +51,21 @@ export function createRestServer(deps: {
     loggerInstance: logger.child({ component: 'rest' }, { level: 'warn' }) as FastifyBaseLogger,
     // Generous for the body envelope; the payload itself is capped at LIMITS.payloadBytes.
     bodyLimit: LIMITS.payloadBytes * 2,
+    // A malformed URL or an over-long path parameter (e.g. a 300-character job id) is refused
+    // by the router before any route runs: answer in the project's error shape all the same.
+    frameworkErrors: (error, _request, reply) => {
+      const long = error.code === 'FST_ERR_MAX_PARAM_LENGTH';
+      return send(
+        reply,
+        new ApiError('invalid_argument', long ? 'a path parameter is too long (a job id is 36 characters)' : 'the URL is malformed'),
+        long ? 414 : 400,
+      );
+    },
   });
 
   app.setErrorHandler((error, _request, reply) => {
-    const fastifyError = error as { statusCode?: number; code?: string; message?: string };
-    if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      return send(reply, new ApiError('payload_too_large', `request body exceeds ${LIMITS.payloadBytes * 2} bytes`, 'body'));
-    }
-    if (fastifyError.statusCode === 400 || fastifyError.code?.startsWith('FST_ERR_CTP')) {
-      return send(reply, new ApiError('invalid_argument', `request body is not valid JSON: ${fastifyError.message}`, 'body'));
-    }
+    const framework = frameworkError(error);
+    if (framework) return send(reply, framework.error, framework.status);
     return send(reply, toApiError(error, (cause) => logger.error({ err: cause }, 'request failed')));
   });
   app.setNotFoundHandler((request, reply) =>
@@ -131,6 +136,25 @@ export function createRestServer(deps: {
   return app;
 }
 
-function send(reply: FastifyReply, error: ApiError) {
-  return reply.code(ERROR_TABLE[error.kind].http).send(errorBody(error));
+/** Fastify's own refusals (body parsing, limits), in the project's error shape, keeping their 4xx status. */
+function frameworkError(error: unknown): { error: ApiError; status: number } | undefined {
+  if (error instanceof ApiError || !(error instanceof Error)) return undefined;
+  const { statusCode, code } = error as { statusCode?: number; code?: string };
+  if (typeof statusCode !== 'number' || statusCode < 400 || statusCode >= 500) return undefined;
+  switch (code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { status: 413, error: new ApiError('payload_too_large', `request body exceeds ${LIMITS.payloadBytes * 2} bytes`, 'body') };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { status: 415, error: new ApiError('invalid_argument', 'content-type must be application/json', 'content-type') };
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return { status: 400, error: new ApiError('invalid_argument', `request body is not valid JSON: ${error.message}`, 'body') };
+    default:
+      return { status: statusCode, error: new ApiError('invalid_argument', error.message) };
+  }
+}
+
+function send(reply: FastifyReply, error: ApiError, status = ERROR_TABLE[error.kind].http) {
+  return reply.code(status).send(errorBody(error));
 }

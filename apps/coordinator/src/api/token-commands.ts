@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { TOKEN_ROLES, type Store, type TokenRecord, type TokenRole } from '@kairos/store';
 import { ApiError } from './errors';
-import { ValidationError, fromZod } from './validation';
+import { ValidationError, fromZod, parseJobId } from './validation';
 
 export interface TokenView {
   id: string;
@@ -47,7 +47,7 @@ export function tokenCommands(store: Store): TokenCommands {
         throw new ValidationError('body', 'request body must be a JSON object');
       }
       const parsed = createTokenSchema.safeParse(body);
-      if (!parsed.success) throw fromZod(parsed.error);
+      if (!parsed.success) throw fromZod(parsed.error, body);
       const input = parsed.data;
       if (input.namespace !== undefined && input.namespace !== namespace) {
         throw new ApiError('permission_denied', `an admin token of namespace ${namespace} can make tokens only for ${namespace}`, 'namespace');
@@ -64,7 +64,7 @@ export function tokenCommands(store: Store): TokenCommands {
       return (await store.tokens.list({ namespace })).map(tokenView);
     },
     async revoke(namespace, tokenId) {
-      const result = await store.tokens.revoke(tokenId, { namespace });
+      const result = await store.tokens.revoke(parseJobId(tokenId, 'tokenId'), { namespace });
       if (result.kind === 'not-found') throw new ApiError('not_found', `token ${tokenId} not found`);
     },
   };

@@ -15,7 +15,8 @@ import {
   type CronSchedule,
   type MisfirePolicy,
 } from '@kairos/schedule';
-import { JOB_STATES, type JobState } from '@kairos/store';
+import { isJobId, JOB_STATES, type JobState } from '@kairos/store';
+import { findJsonProblem, MAX_PAYLOAD_DEPTH } from './json-safety';
 
 /** A request field failed validation. */
 export class ValidationError extends Error {
@@ -47,14 +48,17 @@ const createJobSchema = z.strictObject({
   schedule: z.unknown().optional(),
   timezone: z.unknown().optional(),
   task: z
-    .string({ error: 'task is required (a string)' })
+    .string({ error: 'task must be a string' })
     .min(1, 'task must not be empty')
     .max(LIMITS.taskChars, `task must be at most ${LIMITS.taskChars} characters`)
     .regex(TASK_RE, 'task may contain letters, digits, and _ . : - (starting with a letter or digit)'),
   payload: z
     .record(z.string(), z.unknown(), { error: 'payload must be a JSON object' })
     .optional(),
-  name: z.string().max(LIMITS.nameChars, `name must be at most ${LIMITS.nameChars} characters`).nullish(),
+  name: z
+    .string({ error: 'name must be a string' })
+    .max(LIMITS.nameChars, `name must be at most ${LIMITS.nameChars} characters`)
+    .nullish(),
   maxAttempts: z
     .number({ error: 'maxAttempts must be an integer' })
     .int('maxAttempts must be an integer')
@@ -92,8 +96,11 @@ export function parseCreateJob(body: unknown): CreateJobInput {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new ValidationError('body', 'request body must be a JSON object');
   }
+  // First, before any recursive code sees it: depth, NUL, lone surrogates.
+  const unsafe = findJsonProblem(body, 'body', MAX_PAYLOAD_DEPTH + 1);
+  if (unsafe) throw new ValidationError(unsafe.field, unsafe.message);
   const parsed = createJobSchema.safeParse(body);
-  if (!parsed.success) throw fromZod(parsed.error);
+  if (!parsed.success) throw fromZod(parsed.error, body);
   const req = parsed.data;
   const hasRunAt = req.runAt !== undefined && req.runAt !== null;
   const hasSchedule = req.schedule !== undefined && req.schedule !== null;
@@ -178,15 +185,37 @@ function emptyToUndefined(value: unknown): unknown {
   return value === undefined || value === null || value === '' ? undefined : value;
 }
 
-export function fromZod(error: z.ZodError): ValidationError {
+/** The first issue as a ValidationError naming its field; `input` (what was parsed) tells missing from mistyped. */
+export function fromZod(error: z.ZodError, input: unknown): ValidationError {
   const issue = error.issues[0]!;
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0] ?? 'body';
     return new ValidationError(key, `unknown field ${key}`);
   }
   const field = issue.path.length > 0 ? issue.path.map(String).join('.') : 'body';
-  const message = issue.code === 'invalid_type' && issue.input === undefined ? `${field} is required` : issue.message;
+  // Missing is "required"; present with the wrong type keeps the schema's "must be a …".
+  const message = issue.code === 'invalid_type' && valueAt(input, issue.path) === undefined ? `${field} is required` : issue.message;
   return new ValidationError(field, message);
+}
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let current = input;
+  for (const key of path) {
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<PropertyKey, unknown>)[key];
+  }
+  return current;
+}
+
+/**
+ * A job id from a path or request field: empty or not a UUID is a bad
+ * request naming `field`; a well-formed id that does not exist (or is in
+ * another namespace) is the caller's 404.
+ */
+export function parseJobId(value: string, field: 'jobId' | 'tokenId' = 'jobId'): string {
+  if (value === '') throw new ValidationError(field, `${field} is required`);
+  if (!isJobId(value)) throw new ValidationError(field, `${field} must be a UUID such as 0190a3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d`);
+  return value.toLowerCase();
 }
 
 function digest(value: unknown): string {

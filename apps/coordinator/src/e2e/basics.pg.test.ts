@@ -87,7 +87,7 @@ describe('coordinator and agents, end to end', () => {
     expect(new Set(succeeded.map((r) => r.workerId)).size).toBe(2);
   });
 
-  it('cancels a job before it is due (204, never runs), refuses once claimed (409), and 404s unknown ids', async () => {
+  it('cancels a job before it is due (204, never runs), refuses once claimed (409), and 404s unknown ids (400 for a malformed one)', async () => {
     const at = new Date(Date.now() + 1_000).toISOString();
     const doomed = await api.createJob({ task: 'sleep', runAt: at, payload: { seconds: 0 } });
     const sentinel = await api.createJob({ task: 'sleep', runAt: at, payload: { seconds: 0 } });
@@ -105,7 +105,9 @@ describe('coordinator and agents, end to end', () => {
     expect(refused.body.error.message).toContain('running or about to run');
 
     expect((await api.cancelJob('01900000-0000-7000-8000-000000000000')).status).toBe(404);
-    expect((await api.cancelJob('not-a-uuid')).status).toBe(404);
+    // Not an id at all: a bad request naming the field, not "no such job".
+    const malformed = await api.cancelJob('not-a-uuid');
+    expect([malformed.status, malformed.body.error.field]).toEqual([400, 'jobId']);
   });
 
   it('cancel racing claim: every 204 never ran, every 409 ran (1,000 trials)', async () => {
