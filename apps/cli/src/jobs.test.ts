@@ -279,13 +279,17 @@ describe('kairos jobs / runs / agents against a JobService on loopback', () => {
     const human = await kairos(['agents']);
     expect(human.stdout).toBe(
       [
-        'AGENT    TASKS       IN FLIGHT  DRAINING  CONNECTED             LAST HEARTBEAT        COORDINATOR  VERSION',
-        'agent-a  http,sleep  2/8        no        2030-01-01T00:00:00Z  2030-01-01T00:10:00Z  coord-1      0.1.0',
+        'AGENT    TASKS       IN FLIGHT  STATE                                   CONNECTED             LAST HEARTBEAT        COORDINATOR  VERSION',
+        'agent-a  http,sleep  2/8        ready                                   2030-01-01T00:00:00Z  2030-01-01T00:10:00Z  coord-1      0.1.0',
+        'agent-b  sleep       0/10000    quarantined until 2030-01-01T00:10:30Z  2030-01-01T00:00:00Z  2030-01-01T00:10:00Z  coord-1      0.1.0',
         '',
       ].join('\n'),
     );
     const json = await kairos(['agents', '--json']);
-    expect(JSON.parse(json.stdout)).toEqual([expect.objectContaining({ agentId: 'agent-a', capacity: 8 })]);
+    expect(JSON.parse(json.stdout)).toEqual([
+      expect.objectContaining({ agentId: 'agent-a', capacity: 8 }),
+      expect.objectContaining({ agentId: 'agent-b', quarantinedUntil: '2030-01-01T00:10:30.000Z' }),
+    ]);
   });
 
   it('usage errors: unknown command, missing argument, unknown option exit 2; --help exits 0', async () => {

@@ -33,6 +33,8 @@ const schema = z
     KAIROS_AUTH_CACHE_MS: positiveMs.max(30_000).default(2_000),
     KAIROS_AGENT_HELLO_TIMEOUT_MS: positiveMs.default(5_000),
     KAIROS_AGENT_SILENCE_LIMIT_MS: positiveMs.optional(),
+    KAIROS_AGENT_QUARANTINE_MS: positiveMs.default(30_000),
+    KAIROS_AGENT_QUARANTINE_MAX_MS: positiveMs.default(600_000),
     KAIROS_TLS_CERT: z.string().min(1).optional(),
     KAIROS_TLS_KEY: z.string().min(1).optional(),
     KAIROS_TLS_CLIENT_CA: z.string().min(1).optional(),
@@ -93,6 +95,10 @@ export interface CoordinatorOptions {
    * paused for a while and comes back to report.
    */
   agentSilenceLimitMs: number;
+  /** First quarantine of an agent that takes leases and never renews them; doubles each time. */
+  agentQuarantineMs: number;
+  /** Longest quarantine. */
+  agentQuarantineMaxMs: number;
   /** Serve REST and gRPC over TLS (files re-read every `reloadMs`); unset: plaintext. */
   tls?: TlsFiles;
   limits: ServerLimits;
@@ -157,6 +163,8 @@ export function coordinatorOptionsFromEnv(
     authCacheMs: e.KAIROS_AUTH_CACHE_MS,
     agentHelloTimeoutMs: e.KAIROS_AGENT_HELLO_TIMEOUT_MS,
     agentSilenceLimitMs: e.KAIROS_AGENT_SILENCE_LIMIT_MS ?? Math.max(3 * leaseMs, 30_000),
+    agentQuarantineMs: e.KAIROS_AGENT_QUARANTINE_MS,
+    agentQuarantineMaxMs: Math.max(e.KAIROS_AGENT_QUARANTINE_MAX_MS, e.KAIROS_AGENT_QUARANTINE_MS),
     ...tlsFiles(e),
     limits: {
       httpRequestTimeoutMs: e.KAIROS_HTTP_REQUEST_TIMEOUT_MS,

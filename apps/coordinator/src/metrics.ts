@@ -17,6 +17,9 @@ export interface Metrics {
   leasesExpired: Counter;
   connectedAgents: Gauge;
   foreignLeaseRefusals: Counter<'operation'>;
+  agentQuarantines: Counter;
+  /** Read at scrape time for kairos_agents_quarantined (the dispatcher sets it). */
+  countQuarantined: () => number;
   authFailures: Counter;
 }
 
@@ -34,8 +37,9 @@ export function createMetrics(countDueNextMinute: () => Promise<number>): Metric
       this.set(cached.value);
     },
   });
-  return {
+  const metrics: Metrics = {
     registry,
+    countQuarantined: () => 0,
     claims: new Counter({ name: 'kairos_claims_total', help: 'Jobs claimed (leases granted) by this coordinator', registers: [registry] }),
     dispatchLag: new Histogram({
       name: 'kairos_dispatch_lag_seconds',
@@ -72,10 +76,24 @@ export function createMetrics(countDueNextMinute: () => Promise<number>): Metric
       labelNames: ['operation'],
       registers: [registry],
     }),
+    agentQuarantines: new Counter({
+      name: 'kairos_agent_quarantines_total',
+      help: 'Agents quarantined for taking leases and never renewing them',
+      registers: [registry],
+    }),
     authFailures: new Counter({
       name: 'kairos_auth_failures_total',
       help: 'Calls and agent streams refused for a missing or invalid token (unauthenticated), both transports',
       registers: [registry],
     }),
   };
+  new Gauge({
+    name: 'kairos_agents_quarantined',
+    help: 'Connected agents in quarantine now (no new work)',
+    registers: [registry],
+    collect() {
+      this.set(metrics.countQuarantined());
+    },
+  });
+  return metrics;
 }

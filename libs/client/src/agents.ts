@@ -18,6 +18,12 @@ export interface Agent {
   version: string | null;
   /** Coordinator whose stream it is on. */
   coordinatorId: string | null;
+  /** Namespace of its token: it runs jobs of this namespace only. */
+  namespace: string | null;
+  /** Set while it is quarantined (it took leases and never renewed them): no new work until then. */
+  quarantinedUntil: Date | null;
+  /** After a quarantine, until it reports an outcome: one lease at a time. */
+  probation: boolean;
 }
 
 export function agentFromWire(agent: WireAgent): Agent {
@@ -31,5 +37,8 @@ export function agentFromWire(agent: WireAgent): Agent {
     draining: agent.draining,
     version: textOrNull(agent.version),
     coordinatorId: textOrNull(agent.coordinatorId),
+    namespace: textOrNull(agent.namespace),
+    quarantinedUntil: dateOrNull(agent.quarantinedUntil),
+    probation: agent.probation,
   };
 }

@@ -189,7 +189,11 @@ describe('createKairosClient against a JobService on loopback', () => {
         draining: false,
         version: '0.1.0',
         coordinatorId: 'coord-1',
+        namespace: 'default',
+        quarantinedUntil: null,
+        probation: false,
       },
+      expect.objectContaining({ agentId: 'agent-b', quarantinedUntil: new Date('2030-01-01T00:10:30Z'), probation: false }),
     ]);
   });
 

@@ -21,7 +21,7 @@ const AGENT_COLUMNS = [
   'AGENT',
   'TASKS',
   'IN FLIGHT',
-  'DRAINING',
+  'STATE',
   'CONNECTED',
   'LAST HEARTBEAT',
   'COORDINATOR',
@@ -33,10 +33,17 @@ function agentRow(agent: Agent): string[] {
     agent.agentId,
     agent.tasks.join(','),
     `${agent.inFlight}/${agent.capacity}`,
-    agent.draining ? 'yes' : 'no',
+    agentState(agent),
     formatTime(agent.connectedAt),
     formatTime(agent.lastHeartbeatAt),
     agent.coordinatorId ?? NONE,
     agent.version ?? NONE,
   ];
+}
+
+/** draining, quarantined (no work until the time shown), probation (one lease at a time), or ready. */
+function agentState(agent: Agent): string {
+  if (agent.draining) return 'draining';
+  if (agent.quarantinedUntil !== null) return `quarantined until ${formatTime(agent.quarantinedUntil)}`;
+  return agent.probation ? 'probation' : 'ready';
 }

@@ -162,7 +162,7 @@ export function connectHandler(deps: AgentStreamDeps) {
       // Count announced leases as held before the renewal answers, so the
       // dispatcher never assigns into slots the agent is still using.
       const seenAtMs = performance.now();
-      for (const lease of held) session.held.set(leaseKey(lease.jobId, lease.leaseGeneration), { ...lease, seenAtMs });
+      for (const lease of held) session.held.set(leaseKey(lease.jobId, lease.leaseGeneration), { ...lease, seenAtMs, named: true });
       logger.info({ tasks: agent.tasks, capacity: agent.capacity, held: held.length }, 'agent connected');
       if (held.length > 0) {
         try {

@@ -121,6 +121,9 @@ export function jobServiceImplementation(deps: {
         draining: agent.draining,
         version: agent.version,
         coordinatorId: agent.coordinatorId,
+        namespace: agent.namespace,
+        ...(agent.quarantinedUntil ? { quarantinedUntil: timestampFromDate(new Date(agent.quarantinedUntil)) } : {}),
+        probation: agent.probation,
       })),
     })),
   } as Impl;

@@ -45,6 +45,8 @@ export type SessionState =
 
 export interface HeldLease extends LeaseRef {
   seenAtMs: number;
+  /** The agent has named it (announced in Hello, or renewed by a heartbeat) at least once. */
+  named: boolean;
 }
 
 export type CoordinatorMessageInit = MessageInitShape<typeof CoordinatorMessageSchema>;

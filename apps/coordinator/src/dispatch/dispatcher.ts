@@ -19,6 +19,10 @@
  * naming another agent's lease changes nothing, and is counted
  * (kairos_foreign_lease_refusals_total).
  *
+ * An agent that is assigned leases and never names them in its heartbeats is
+ * quarantined (agent-standing.ts): no work for a while, then one lease at a
+ * time until it reports an outcome.
+ *
  * The dispatcher speaks store types only; api/agent-wire.ts maps the wire.
  *
  * Invariants:
@@ -44,11 +48,16 @@ import { toAssignment, toWireLease, type CompletionWithoutHolder } from '../api/
 import type { CoordinatorOptions } from '../config';
 import type { Metrics } from '../metrics';
 import { agentOf, freeSlots, leaseKey, type AgentInfo, type AgentSession } from './agent-session';
+import { createAgentStandings } from './agent-standing';
 import { groupCommit } from './group-commit';
 
 export interface AgentView {
   agentId: string;
   namespace: string;
+  /** Until when the agent gets no work (it took leases and never renewed them); null when it does. */
+  quarantinedUntil: string | null;
+  /** Out of quarantine but limited to one lease until it reports an outcome. */
+  probation: boolean;
   tasks: string[];
   capacity: number;
   inFlight: number;
@@ -96,6 +105,23 @@ export function createDispatcher(deps: {
   let round: Promise<void> | undefined;
   let again = false;
   let timer: NodeJS.Timeout | undefined;
+  const standings = createAgentStandings({ baseMs: options.agentQuarantineMs, maxMs: options.agentQuarantineMaxMs });
+  metrics.countQuarantined = () =>
+    [...sessions].filter((s) => {
+      const agent = agentOf(s);
+      return agent !== undefined && standings.view(agent.agentId).quarantinedUntilMs !== null;
+    }).length;
+
+  /** Free slots the dispatcher may fill: the session's, less what the agent's standing allows. */
+  function slotsFor(session: AgentSession): number {
+    const agent = agentOf(session);
+    return agent ? standings.slots(agent.agentId, freeSlots(session)) : 0;
+  }
+
+  function rankOf(session: AgentSession): number {
+    const agent = agentOf(session);
+    return agent ? standings.rank(agent.agentId) : 1;
+  }
 
   const renewals = groupCommit<HeldLeaseRef, RenewResult>((leases) => store.lease.renew(leases, options.leaseMs));
   const completions = groupCommit<CompletionReport, CompleteResult>((reports) => store.lease.complete(reports));
@@ -143,9 +169,13 @@ export function createDispatcher(deps: {
     // keeps them apart); at most `pool size - 2` at once, leaving room for renewals and
     // completions, which must never queue behind claims.
     const silentSince = performance.now() - 2 * heartbeatIntervalMs;
+    // Agents on probation come after every agent in good standing.
     const candidates = [...sessions]
-      .filter((s) => freeSlots(s) > 0 && s.lastSeenMs >= silentSince)
-      .sort((a, b) => load(a) - load(b) || (lastAssigned.get(a) ?? 0) - (lastAssigned.get(b) ?? 0));
+      .filter((s) => slotsFor(s) > 0 && s.lastSeenMs >= silentSince)
+      .sort(
+        (a, b) =>
+          rankOf(a) - rankOf(b) || load(a) - load(b) || (lastAssigned.get(a) ?? 0) - (lastAssigned.get(b) ?? 0),
+      );
     const parallel = Math.max(1, options.dbPoolSize - 2);
     for (let i = 0; i < candidates.length && !stopped; i += parallel) {
       await Promise.all(candidates.slice(i, i + parallel).map((session) => claimFor(session)));
@@ -154,7 +184,7 @@ export function createDispatcher(deps: {
 
   async function claimFor(session: AgentSession): Promise<void> {
     const agent = agentOf(session);
-    const free = freeSlots(session);
+    const free = slotsFor(session);
     if (!agent || free === 0) return;
     // Read before claiming: the agent sent this heartbeat before the claim happened.
     const anchorSeq = session.lastHeartbeatSeq;
@@ -177,7 +207,9 @@ export function createDispatcher(deps: {
     }
     const seenAtMs = performance.now();
     lastAssigned.set(session, seenAtMs);
-    for (const job of claimed) session.held.set(leaseKey(job.jobId, job.leaseGeneration), { ...toLeaseRef(job), seenAtMs });
+    for (const job of claimed) {
+      session.held.set(leaseKey(job.jobId, job.leaseGeneration), { ...toLeaseRef(job), seenAtMs, named: false });
+    }
     session.send({ kind: { case: 'assignments', value: { assignments: claimed.map((job) => toAssignment(job, anchorSeq)) } } });
     if (claimed.length === free) again = true; // it may have more due; look again after this round
   }
@@ -189,7 +221,7 @@ export function createDispatcher(deps: {
     let delayMs = options.pollIntervalMs * jitter;
     const tasks = new Set<string>();
     for (const session of sessions) {
-      if (freeSlots(session) > 0) for (const task of agentOf(session)?.tasks ?? []) tasks.add(task);
+      if (slotsFor(session) > 0) for (const task of agentOf(session)?.tasks ?? []) tasks.add(task);
     }
     if (tasks.size > 0) {
       try {
@@ -202,6 +234,13 @@ export function createDispatcher(deps: {
     if (stopped) return;
     clearTimeout(timer);
     timer = setTimeout(wake, delayMs);
+  }
+
+  /** The agent's standing with wall-clock instants, for views and logs. */
+  function standingView(agentId: string): Pick<AgentView, 'quarantinedUntil' | 'probation'> {
+    const view = standings.view(agentId);
+    const until = view.quarantinedUntilMs === null ? null : new Date(Date.now() + (view.quarantinedUntilMs - performance.now())).toISOString();
+    return { quarantinedUntil: until, probation: view.probation };
   }
 
   function load(session: AgentSession): number {
@@ -231,7 +270,9 @@ export function createDispatcher(deps: {
       const seenAtMs = performance.now();
       for (const result of results) {
         const key = leaseKey(result.jobId, result.leaseGeneration);
-        if (result.kind === 'renewed') session.held.set(key, { jobId: result.jobId, leaseGeneration: result.leaseGeneration, seenAtMs });
+        if (result.kind === 'renewed') {
+          session.held.set(key, { jobId: result.jobId, leaseGeneration: result.leaseGeneration, seenAtMs, named: true });
+        }
         else {
           lost++;
           session.held.delete(key);
@@ -239,8 +280,19 @@ export function createDispatcher(deps: {
       }
       if (listing.complete) {
         const named = new Set(leases.map((lease) => leaseKey(lease.jobId, lease.leaseGeneration)));
+        let neverNamed = 0;
         for (const [key, held] of session.held) {
-          if (!named.has(key) && held.seenAtMs < sentAtMs - 2 * listing.intervalMs) session.held.delete(key);
+          if (!named.has(key) && held.seenAtMs < sentAtMs - 2 * listing.intervalMs) {
+            session.held.delete(key);
+            if (!held.named) neverNamed++;
+          }
+        }
+        if (standings.unrenewed(agent.agentId, neverNamed)) {
+          metrics.agentQuarantines.inc();
+          logger.warn(
+            { agentId: agent.agentId, namespace: agent.namespace, unrenewed: neverNamed, until: standingView(agent.agentId).quarantinedUntil },
+            'agent quarantined: it took leases and never renewed them',
+          );
         }
       }
       metrics.renewals.inc(results.length - lost);
@@ -255,6 +307,7 @@ export function createDispatcher(deps: {
       if (!agent) return [];
       const results = await completions.submit(heldBy(agent, outcomes));
       countForeign(agent, 'complete', results);
+      if (results.some((result) => result.kind === 'recorded')) standings.succeeded(agent.agentId);
       for (const result of results) {
         if (result.kind === 'not-owner') continue;
         session.held.delete(leaseKey(result.jobId, result.leaseGeneration));
@@ -307,6 +360,7 @@ export function createDispatcher(deps: {
           {
             agentId: agent.agentId,
             namespace: agent.namespace,
+            ...standingView(agent.agentId),
             tasks: [...agent.tasks],
             capacity: agent.capacity,
             inFlight: session.held.size,

@@ -61,7 +61,7 @@ describe('hostile and broken agents', () => {
   });
 
   it('a rogue agent with a valid token cannot renew, complete or release a lease another agent holds', async () => {
-    await startAgentProcess({ coordinator: coordinator.grpcAddress, agentId: 'victim', tasks: 'sleep', env: { KAIROS_TOKEN: await agentToken() } });
+    const victim = await startAgentProcess({ coordinator: coordinator.grpcAddress, agentId: 'victim', tasks: 'sleep', env: { KAIROS_TOKEN: await agentToken() } });
     // Runs for twice the lease: the victim must renew it, while the rogue floods.
     const created = await admin.createJob({ task: 'sleep', runAt: new Date().toISOString(), payload: { seconds: 3 } });
     const jobId: string = created.body.jobId;
@@ -116,6 +116,50 @@ describe('hostile and broken agents', () => {
     const impostor = rogue('victim', { ROGUE_TOKEN: await agentToken() });
     const status = await impostor.waitForLine((line) => line.msg === 'status', 10_000);
     expect(status.code).toBe(grpc.status.PERMISSION_DENIED);
+    await victim.stop();
+    await intruder.stop();
+  }, 60_000);
+
+  it('a black-hole agent (capacity 10,000, never runs anything) is quarantined; a healthy agent runs all 20 jobs, none DEAD', async () => {
+    const hole = rogue('black-hole', {
+      ROGUE_TOKEN: await agentToken(),
+      ROGUE_TASKS: 'sleep',
+      ROGUE_CAPACITY: '10000',
+      ROGUE_HEARTBEAT_MS: '200',
+    });
+    await hole.waitForLine((line) => line.msg === 'received' && line.kind === 'welcome', 10_000);
+    await startAgentProcess({ coordinator: coordinator.grpcAddress, agentId: 'healthy', tasks: 'sleep', env: { KAIROS_TOKEN: await agentToken() } });
+    await waitFor(async () => (await admin.agents()).body.some((a: { agentId: string }) => a.agentId === 'healthy'), {
+      description: 'both agents connected',
+    });
+    const runAt = new Date().toISOString();
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      ids.push((await admin.createJob({ task: 'sleep', runAt, payload: { seconds: 0.1 }, name: `spike-${i}` })).body.jobId);
+    }
+    await waitFor(
+      async () => {
+        const { rows } = await db.pool.query(`SELECT state FROM jobs WHERE id = ANY($1::uuid[])`, [ids]);
+        return rows.every((row) => row.state === 'COMPLETED' || row.state === 'DEAD');
+      },
+      { timeoutMs: 30_000, description: 'all 20 jobs finished' },
+    );
+    const { rows: states } = await db.pool.query(`SELECT state, count(*)::int AS n FROM jobs WHERE id = ANY($1::uuid[]) GROUP BY state`, [ids]);
+    expect(states).toEqual([{ state: 'COMPLETED', n: 20 }]);
+    const { rows: runs } = await db.pool.query(
+      `SELECT worker_id, outcome, count(*)::int AS n FROM runs WHERE job_id = ANY($1::uuid[]) GROUP BY worker_id, outcome ORDER BY worker_id, outcome`,
+      [ids],
+    );
+    // The black hole did take work (the test is not vacuous), lost it to lease expiry, and never again.
+    const lost = runs.find((row) => row.worker_id === 'black-hole');
+    expect(lost).toMatchObject({ outcome: 'LEASE_EXPIRED' });
+    expect(runs.filter((row) => row.worker_id === 'black-hole')).toHaveLength(1);
+    expect(runs.find((row) => row.worker_id === 'healthy' && row.outcome === 'SUCCEEDED')?.n).toBe(20);
+    const listed = (await admin.agents()).body.find((a: { agentId: string }) => a.agentId === 'black-hole');
+    expect(listed.quarantinedUntil).not.toBeNull();
+    expect(await metric('kairos_agent_quarantines_total')).toBeGreaterThanOrEqual(1);
+    expect(await metric('kairos_agents_quarantined')).toBe(1);
+    await hole.stop();
   }, 60_000);
 
   it('closes a stream that sends no Hello, and one that stops heartbeating', async () => {

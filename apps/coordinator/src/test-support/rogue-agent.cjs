@@ -6,6 +6,7 @@
 // status as JSON lines on stdout (libs/testing reads them). Generations are
 // decimal strings, so values past 2^53 arrive intact.
 //
+// ROGUE_HEARTBEAT_MS: after the actions, heartbeat this often naming no lease (a black hole).
 // ROGUE_SKIP_HELLO=1: open the stream and say nothing.
 // ROGUE_HELD: leases to announce in Hello (invented ids); ROGUE_EXIT_AFTER_HELLO=1: exit at once.
 // ROGUE_ACTIONS: [{ "kind": "heartbeat" | "outcome" | "release", "leases": [{ "jobId", "generation" }] }]
@@ -56,6 +57,13 @@ call.on('data', async (message) => {
     if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
   }
   print({ msg: 'actions sent' });
+  // A black hole: heartbeats that name no lease, forever, whatever it was assigned.
+  if (env.ROGUE_HEARTBEAT_MS) {
+    setInterval(() => {
+      seq += 1n;
+      call.write({ kind: { case: 'heartbeat', value: { seq, leases: [] } } });
+    }, Number(env.ROGUE_HEARTBEAT_MS));
+  }
 });
 call.on('error', () => undefined);
 call.on('status', (status) => {
