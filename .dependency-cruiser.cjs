@@ -63,6 +63,13 @@ module.exports = {
       to: { path: '^libs/testing/' },
     },
     {
+      name: 'apps-never-touch-the-database-driver',
+      comment: 'SQL and its drivers live in libs/store (HOUSE-STYLE section 3); apps use the store API. Tests may use pg to check rows.',
+      severity: 'error',
+      from: { path: '^apps/', pathNot: testFile },
+      to: { path: 'node_modules/(pg|pg-pool|drizzle-orm)/' },
+    },
+    {
       name: 'apps-do-not-import-each-other',
       comment: 'Apps share code through libs; the CLI starts the other apps through their exported entry points only.',
       severity: 'error',
@@ -78,7 +85,8 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: ['/dist/', '/gen/', 'node_modules'] },
+    // node_modules stays in the graph as leaves (doNotFollow), so rules about drivers can see it.
+    exclude: { path: ['/dist/', '/gen/'] },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['require', 'node', 'default'] },

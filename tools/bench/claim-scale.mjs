@@ -42,7 +42,7 @@ try {
         const t = performance.now();
         const { rows: claimed } = await client.query(
           // The same statement lease.claimDue runs, inside a transaction we roll back.
-          (await import('../../libs/store/dist/lease.js')).CLAIM_SQL,
+          store.CLAIM_SQL,
           [now, ['noop'], 500, 'bench', 10_000, 60_000, 'default', null],
         );
         timings.push(performance.now() - t);

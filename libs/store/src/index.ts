@@ -17,7 +17,7 @@ export type {
   ReapResult,
   LeaseStatements,
 } from './lease';
-export { isJobId, MAX_ERROR_CHARS } from './lease';
+export { isJobId, MAX_ERROR_CHARS, CLAIM_SQL, leaseStatements } from './lease';
 export type { AttemptOutcome, RetryPolicy } from './settle';
 export { migrate, loadMigrations, MIGRATIONS_DIR } from './migrate';
 export { startEmbeddedPostgres, freePort, type EmbeddedPostgres, type EmbeddedPostgresOptions } from './embedded';

@@ -1,6 +1,6 @@
 /**
  * Creating, reading and listing jobs (query builder). State changes after
- * creation live in lease.ts, not here.
+ * creation live in lease/, not here.
  *
  * Ids are UUIDv7: time-ordered, so listing pages in creation order with a
  * keyset on the id alone, and new rows land at the right edge of the index.
@@ -10,7 +10,7 @@ import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { firstOccurrence, type CronSchedule, type MisfirePolicy } from '@kairos/schedule';
 import { v7 as uuidv7 } from 'uuid';
 import { isJobId } from './lease';
-import { wrapStoreError } from './pg-errors';
+import { storeCall } from './pg-errors';
 import { jobs } from './schema';
 
 export type JobState = 'DUE' | 'CLAIMED' | 'COMPLETED' | 'DEAD' | 'PAUSED' | 'CANCELLED';
@@ -99,22 +99,15 @@ export function jobQueries(db: NodePgDatabase): JobQueries {
   const queries = unwrappedJobQueries(db);
   // Every read reports database trouble as StoreUnavailableError (the API's 503), like the writes.
   return {
-    create: (input, now) => guarded('jobs.create', () => queries.create(input, now)),
-    get: (namespace, id) => guarded('jobs.get', () => queries.get(namespace, id)),
-    list: (namespace, filter) => guarded('jobs.list', () => queries.list(namespace, filter)),
-    nextDueAt: () => guarded('jobs.nextDueAt', () => queries.nextDueAt()),
-    countDueWithin: (horizonMs) => guarded('jobs.countDueWithin', () => queries.countDueWithin(horizonMs)),
-    msUntilNextDue: (tasks) => guarded('jobs.msUntilNextDue', () => queries.msUntilNextDue(tasks)),
+    create: (input, now) => storeCall('jobs.create', () => queries.create(input, now)),
+    get: (namespace, id) => storeCall('jobs.get', () => queries.get(namespace, id)),
+    list: (namespace, filter) => storeCall('jobs.list', () => queries.list(namespace, filter)),
+    nextDueAt: () => storeCall('jobs.nextDueAt', () => queries.nextDueAt()),
+    countDueWithin: (horizonMs) => storeCall('jobs.countDueWithin', () => queries.countDueWithin(horizonMs)),
+    msUntilNextDue: (tasks) => storeCall('jobs.msUntilNextDue', () => queries.msUntilNextDue(tasks)),
   };
 }
 
-async function guarded<T>(context: string, run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (error: unknown) {
-    throw wrapStoreError(context, error);
-  }
-}
 
 function unwrappedJobQueries(db: NodePgDatabase): JobQueries {
   return {

@@ -58,6 +58,19 @@ export function isConnectionError(error: unknown): boolean {
 }
 
 /**
+ * Runs one store call, turning whatever it throws into the store's errors
+ * (`wrapStoreError`, named by `context`, e.g. `jobs.create`). Every public
+ * store function goes through this.
+ */
+export async function storeCall<T>(context: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error: unknown) {
+    throw wrapStoreError(context, error);
+  }
+}
+
+/**
  * Wraps a driver error: connection trouble becomes StoreUnavailableError, the
  * rest keeps a cause. The cause is scrubbed (`scrubbed`): query builders put
  * the failing SQL and every parameter (payloads, idempotency keys) into their

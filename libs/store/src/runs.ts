@@ -1,11 +1,11 @@
 /**
  * Reading a job's runs: one row per execution, plus one per occurrence that was
- * deliberately not run (SKIPPED). Runs are written only by lease.ts.
+ * deliberately not run (SKIPPED). Runs are written only by lease/ (the lease statements).
  */
 import { and, asc, eq, gt } from 'drizzle-orm';
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { isJobId } from './lease';
-import { wrapStoreError } from './pg-errors';
+import { storeCall } from './pg-errors';
 import { jobs, runs } from './schema';
 
 export type RunOutcome = 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'TIMED_OUT' | 'LEASE_EXPIRED' | 'CANCELLED' | 'SKIPPED';
@@ -31,14 +31,8 @@ export interface RunQueries {
 
 export function runQueries(db: NodePgDatabase): RunQueries {
   return {
-    async list(namespace, jobId, options = {}) {
-      try {
-        return await listRuns(db, namespace, jobId, options);
-      } catch (error: unknown) {
-        // Database trouble is StoreUnavailableError (the API's 503), like every other store call.
-        throw wrapStoreError('runs.list', error);
-      }
-    },
+    // Database trouble is StoreUnavailableError (the API's 503), like every other store call.
+    list: (namespace, jobId, options = {}) => storeCall('runs.list', () => listRuns(db, namespace, jobId, options)),
   };
 }
 

@@ -36,7 +36,7 @@ export const jobs = pgTable('jobs', {
   nextRunAt: tstz('next_run_at'),
   leaseUntil: tstz('lease_until'),
   leaseOwner: text('lease_owner'),
-  // The agent token the lease was granted to (migration 0004); read and written only by lease.ts.
+  // The agent token the lease was granted to (migration 0004); read and written only by the lease statements (src/lease/).
   leaseToken: uuid('lease_token'),
   leaseGeneration: bigint('lease_generation', { mode: 'number' }).notNull().default(sql`0`),
   attempt: integer('attempt').notNull().default(0),
@@ -51,7 +51,7 @@ export const jobs = pgTable('jobs', {
 
 export const runs = pgTable('runs', {
   id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
-  // No foreign key to jobs (migration 0003, docs/decisions/0008): lease.ts inserts runs only for jobs it holds locked.
+  // No foreign key to jobs (migration 0003, docs/decisions/0008): the lease statements (src/lease/) insert runs only for jobs they hold locked.
   jobId: uuid('job_id').notNull(),
   attempt: integer('attempt').notNull(),
   leaseGeneration: bigint('lease_generation', { mode: 'number' }),

@@ -13,7 +13,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { isJobId } from './lease';
-import { wrapStoreError } from './pg-errors';
+import { storeCall } from './pg-errors';
 import { tokens } from './schema';
 
 export type TokenRole = 'reader' | 'writer' | 'admin' | 'agent';
@@ -81,7 +81,7 @@ export function tokenQueries(db: NodePgDatabase): TokenQueries {
   return {
     async create(input) {
       const secret = newSecret();
-      try {
+      return storeCall('tokens.create', async () => {
         const [row] = await db
           .insert(tokens)
           .values({
@@ -95,26 +95,22 @@ export function tokenQueries(db: NodePgDatabase): TokenQueries {
           })
           .returning(COLUMNS);
         return { token: row as TokenRecord, secret };
-      } catch (error: unknown) {
-        throw wrapStoreError('tokens.create', error);
-      }
+      });
     },
     async list(filter = {}) {
-      try {
+      return storeCall('tokens.list', async () => {
         const rows = await db
           .select(COLUMNS)
           .from(tokens)
           .where(filter.namespace === undefined ? undefined : eq(tokens.namespace, filter.namespace))
           .orderBy(asc(tokens.createdAt), asc(tokens.id));
         return rows as TokenRecord[];
-      } catch (error: unknown) {
-        throw wrapStoreError('tokens.list', error);
-      }
+      });
     },
     async revoke(id, scope = {}) {
       if (!isJobId(id)) return { kind: 'not-found' };
       const inScope = scope.namespace === undefined ? eq(tokens.id, id) : and(eq(tokens.id, id), eq(tokens.namespace, scope.namespace));
-      try {
+      return storeCall('tokens.revoke', async () => {
         const updated = await db
           .update(tokens)
           .set({ revokedAt: sql`now()` })
@@ -123,13 +119,11 @@ export function tokenQueries(db: NodePgDatabase): TokenQueries {
         if (updated.length === 1) return { kind: 'revoked' };
         const found = await db.select({ id: tokens.id }).from(tokens).where(inScope);
         return found.length === 1 ? { kind: 'already-revoked' } : { kind: 'not-found' };
-      } catch (error: unknown) {
-        throw wrapStoreError('tokens.revoke', error);
-      }
+      });
     },
     async authenticate(secret) {
       if (!secret.startsWith(TOKEN_PREFIX) || secret.length > 200) return null;
-      try {
+      return storeCall('tokens.authenticate', async () => {
         const rows = await db
           .select({
             ...COLUMNS,
@@ -147,9 +141,7 @@ export function tokenQueries(db: NodePgDatabase): TokenQueries {
         if (row === undefined) return null;
         const { expiresInMs, ...token } = row;
         return { token: token as TokenRecord, expiresInMs: expiresInMs === null ? null : Number(expiresInMs) };
-      } catch (error: unknown) {
-        throw wrapStoreError('tokens.authenticate', error);
-      }
+      });
     },
   };
 }

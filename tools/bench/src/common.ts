@@ -4,7 +4,8 @@
  */
 
 export type SystemKey = 'kairos' | 'graphile-worker' | 'pg-boss';
-export type Variant = 'default' | 'tuned';
+/** Peers run `default` and `tuned`; Kairos runs `default` and, with --secure, `secure` (tokens + mTLS). */
+export type Variant = 'default' | 'tuned' | 'secure';
 
 export const SYSTEMS: readonly SystemKey[] = ['kairos', 'graphile-worker', 'pg-boss'];
 
@@ -17,7 +18,8 @@ export interface SystemConfig {
 }
 
 export function configId(system: SystemKey, variant: Variant): string {
-  return system === 'kairos' ? 'kairos' : `${system}:${variant}`;
+  if (system === 'kairos') return variant === 'secure' ? 'kairos:secure' : 'kairos';
+  return `${system}:${variant}`;
 }
 
 /** Task names every system registers: the same two handlers everywhere. */

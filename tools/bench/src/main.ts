@@ -33,6 +33,8 @@ const USAGE = `Usage: npm run bench -- [options]
   --only w1,w5         workloads to run (w1..w7)
   --systems a,b        kairos,graphile-worker,pg-boss (default: all)
   --variants a,b       peer variants: default,tuned (default: both; smoke: tuned)
+  --secure             also run Kairos with authentication and mTLS on (config kairos:secure),
+                       interleaved with the default: the cost of the security layer
   --results-dir DIR    where results go (default tools/bench/results)
   --cpu-prof           write V8 CPU profiles of every Kairos/peer process to DIR/profiles-<time>/
   --pgss               load pg_stat_statements and record each phase's top statements
@@ -50,6 +52,7 @@ interface Args {
   cpuProf: boolean;
   pgss: boolean;
   trace: boolean;
+  secure: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -62,6 +65,7 @@ function parseArgs(argv: string[]): Args {
     cpuProf: false,
     pgss: false,
     trace: false,
+    secure: false,
   };
   let variantsGiven = false;
   for (let i = 0; i < argv.length; i++) {
@@ -73,6 +77,9 @@ function parseArgs(argv: string[]): Args {
     };
     const list = (v: string) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
     switch (arg) {
+      case '--secure':
+        args.secure = true;
+        break;
       case '--quick':
         args.mode = 'quick';
         break;
@@ -185,7 +192,12 @@ async function main(): Promise<void> {
   const measuredBuild = kairosVersion();
   const log = (message: string) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${message}\n`);
   const configs: SystemConfig[] = args.systems.flatMap((system): SystemConfig[] =>
-    system === 'kairos' ? [{ system, variant: 'default', id: 'kairos' }] : args.variants.map((variant) => ({ system, variant, id: configId(system, variant) })),
+    system === 'kairos'
+      ? [
+          { system, variant: 'default', id: 'kairos' },
+          ...(args.secure ? [{ system, variant: 'secure' as const, id: configId(system, 'secure') }] : []),
+        ]
+      : args.variants.map((variant) => ({ system, variant, id: configId(system, variant) })),
   );
   const want = (w: WorkloadName) => args.only.has(w);
   // W7's commits-per-job figure is measured during W1.

@@ -211,6 +211,21 @@ export function buildReport(raw: RawResults, configs: SystemConfig[], sizes: Siz
     add('W7 coordinator RSS at 1M', kairos.rssMiBAt1M, '<= 200 MiB', (v) => v <= 200);
     add('W7 durable commits per job', kairos.commitsPerJob, '<= 0.1', (v) => v <= 0.1);
   }
+  const secure = figuresByConfig['kairos:secure'];
+  if (kairos && secure) {
+    // The security layer's cost: tokens and mTLS on, against the same build with them off, same run.
+    const ratio = (a: number | null | undefined, b: number | null | undefined) =>
+      typeof a === 'number' && typeof b === 'number' && b !== 0 ? round(a / b, 3) : null;
+    bySystem['kairos:secure'] = {
+      ...secure,
+      variant: 'secure',
+      vsInsecure: {
+        throughput: ratio(secure.throughputJobsPerSec, kairos.throughputJobsPerSec),
+        spike2kP99: ratio(secure.spike2k?.p99Ms, kairos.spike2k?.p99Ms),
+        spike10kP99: ratio(secure.spike10k?.p99Ms, kairos.spike10k?.p99Ms),
+      },
+    };
+  }
   return { bySystem, ratios, targets, table: markdownTable(configs, figuresByConfig, ratios, sizes), figuresByConfig };
 }
 

@@ -34,6 +34,7 @@
  */
 import type { Logger } from 'pino';
 import { LeaseLostReason } from '@kairos/proto';
+import { StoreUnavailableError } from '@kairos/store';
 import type {
   ClaimedJob,
   CompleteResult,
@@ -123,9 +124,13 @@ export function createDispatcher(deps: {
     return agent ? standings.rank(agent.agentId) : 1;
   }
 
-  const renewals = groupCommit<HeldLeaseRef, RenewResult>((leases) => store.lease.renew(leases, options.leaseMs));
-  const completions = groupCommit<CompletionReport, CompleteResult>((reports) => store.lease.complete(reports));
-  const releases = groupCommit<HeldLeaseRef, ReleaseResult>((leases) => store.lease.release(leases, 'agent gave the lease back'));
+  // A flush that fails for any reason but the database being down is retried per submission (group-commit.ts).
+  const isolate = (error: unknown) => !(error instanceof StoreUnavailableError);
+  const renewals = groupCommit<HeldLeaseRef, RenewResult>((leases) => store.lease.renew(leases, options.leaseMs), { isolate });
+  const completions = groupCommit<CompletionReport, CompleteResult>((reports) => store.lease.complete(reports), { isolate });
+  const releases = groupCommit<HeldLeaseRef, ReleaseResult>((leases) => store.lease.release(leases, 'agent gave the lease back'), {
+    isolate,
+  });
 
   /** Leases as named by `agent`: the store accepts them only if `agent` (id and token) holds them. */
   function heldBy<T extends LeaseRef>(agent: AgentInfo, leases: readonly T[]): Array<T & HeldLeaseRef> {

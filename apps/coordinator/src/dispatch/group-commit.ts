@@ -5,6 +5,11 @@
  * an idle system flushes at once, a busy one amortises a commit over every
  * agent that reported during the previous flush. This is what keeps durable
  * commits per job well below one under load.
+ *
+ * One submitter's bad entry must not fail everybody's flush: when a flush of
+ * several submissions fails with an error `isolate` accepts (anything but the
+ * database being down), each submission is flushed again on its own, so only
+ * the one that carries the bad entry fails.
  */
 export interface GroupCommit<I, O> {
   /** Resolves with one result per item, in order; rejects if the flush failed. */
@@ -21,9 +26,10 @@ interface Pending<I, O> {
 
 export function groupCommit<I, O>(
   flush: (items: I[]) => Promise<O[]>,
-  options: { maxItems?: number } = {},
+  options: { maxItems?: number; isolate?: (error: unknown) => boolean } = {},
 ): GroupCommit<I, O> {
   const maxItems = options.maxItems ?? 5_000;
+  const isolate = options.isolate ?? (() => false);
   let queue: Pending<I, O>[] = [];
   let running: Promise<void> | undefined;
 
@@ -45,7 +51,11 @@ export function groupCommit<I, O>(
           offset += p.items.length;
         }
       } catch (error: unknown) {
-        for (const p of batch) p.reject(error);
+        if (batch.length > 1 && isolate(error)) {
+          for (const p of batch) await flush([...p.items]).then(p.resolve, p.reject);
+        } else {
+          for (const p of batch) p.reject(error);
+        }
       }
     }
   }

@@ -4,12 +4,20 @@
  * agent SDK over gRPC) with the workload's slots split between them.
  * Everything runs at Kairos's production defaults (lease 10 s, poll backstop
  * 1 s, claim batch 500, pool 10); only log verbosity is lowered.
+ *
+ * Variant `default` runs with --insecure, like the peers (which have no
+ * authentication); `secure` (bench --secure) runs the production security
+ * layer: agent and client tokens, TLS on both servers, and client
+ * certificates required on gRPC (mTLS), with certificates made for the run.
  */
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
 import { Pool } from 'pg';
-import { createPool, migrate } from '@kairos/store';
-import { leaseStatements } from '@kairos/store/dist/lease';
+import { createPool, createStore, leaseStatements, migrate } from '@kairos/store';
 import { spawn } from 'node:child_process';
-import { COORDINATOR_MAIN, startCoordinatorProcess } from '@kairos/testing';
+import { COORDINATOR_MAIN, makeTestPki, startCoordinatorProcess, type TestPki } from '@kairos/testing';
 import { TASK_NOOP } from '../common';
 import { startWorkers, type WorkerProcess } from '../procs';
 import { withClient } from '../cluster';
@@ -86,18 +94,24 @@ export const kairosDriver: Driver = {
     return {
       processes: `1 coordinator + ${options.processes} agents`,
       agentCapacity: options.slotsPerProcess,
-      coordinatorEnv: COORDINATOR_ENV,
+      coordinatorEnv:
+        options.variant === 'secure'
+          ? { ...COORDINATOR_ENV, KAIROS_INSECURE: 'false', KAIROS_TLS_CERT: '(run CA)', KAIROS_TLS_KEY: '(run CA)', KAIROS_TLS_CLIENT_CA: '(run CA)' }
+          : COORDINATOR_ENV,
+      ...(options.variant === 'secure' ? { agents: 'agent token, TLS with a client certificate (mTLS)' } : {}),
     };
   },
 
   async start(options: StartOptions): Promise<RunningSystem> {
+    const security = options.variant === 'secure' ? await secureSetup(options.url) : undefined;
+    const coordinatorEnv = { ...COORDINATOR_ENV, ...(security?.coordinatorEnv ?? {}) };
     const coordinator = options.profileDir
-      ? await startProfiledCoordinator(options.url, `${options.label}-coordinator`, options.profileDir)
+      ? await startProfiledCoordinator(options.url, `${options.label}-coordinator`, options.profileDir, coordinatorEnv)
       : await startCoordinatorProcess({
           databaseUrl: options.url,
           leaseMs: 10_000,
           name: `${options.label}-coordinator`,
-          env: COORDINATOR_ENV,
+          env: coordinatorEnv,
         });
     let agents: WorkerProcess[];
     try {
@@ -112,6 +126,7 @@ export const kairosDriver: Driver = {
           KAIROS_AGENT_TASKS: options.tasks.join(','),
           KAIROS_AGENT_CAPACITY: String(options.slotsPerProcess),
           KAIROS_DRAIN_GRACE_MS: '15000',
+          ...(security?.agentEnv ?? {}),
           ...(options.trace ? { BENCH_TRACE: '1' } : {}),
         }),
         onMessage: options.collector.onMessage,
@@ -126,10 +141,15 @@ export const kairosDriver: Driver = {
       coordinatorPid: coordinator.proc.pid,
       workerPids: () => agents.map((agent) => agent.pid),
       async scheduleOne(phase, dueAtMs) {
+        const body = JSON.stringify({ runAt: new Date(dueAtMs).toISOString(), task: TASK_NOOP, payload: { p: phase, d: dueAtMs } });
+        if (security) {
+          await security.post(`${coordinator.httpUrl}/jobs`, body);
+          return;
+        }
         const response = await fetch(`${coordinator.httpUrl}/jobs`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ runAt: new Date(dueAtMs).toISOString(), task: TASK_NOOP, payload: { p: phase, d: dueAtMs } }),
+          body,
         });
         if (response.status !== 201) throw new Error(`POST /jobs answered ${response.status}: ${await response.text()}`);
         await response.arrayBuffer().catch(() => undefined);
@@ -174,9 +194,9 @@ export const kairosDriver: Driver = {
  * --cpu-prof cannot go through NODE_OPTIONS, so a profiled coordinator is
  * spawned here with the flag on its command line (same entry point, same env).
  */
-async function startProfiledCoordinator(databaseUrl: string, name: string, profileDir: string) {
+async function startProfiledCoordinator(databaseUrl: string, name: string, profileDir: string, coordinatorEnv: Record<string, string>) {
   const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${profileDir}/${name}`, COORDINATOR_MAIN], {
-    env: { ...process.env, ...COORDINATOR_ENV, DATABASE_URL: databaseUrl, KAIROS_HOST: '127.0.0.1', KAIROS_HTTP_PORT: '0', KAIROS_GRPC_PORT: '0', KAIROS_COORDINATOR_ID: name },
+    env: { ...process.env, ...coordinatorEnv, DATABASE_URL: databaseUrl, KAIROS_HOST: '127.0.0.1', KAIROS_HTTP_PORT: '0', KAIROS_GRPC_PORT: '0', KAIROS_COORDINATOR_ID: name },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
@@ -220,3 +240,55 @@ async function startProfiledCoordinator(databaseUrl: string, name: string, profi
   };
 }
 
+
+let pki: TestPki | undefined;
+
+/**
+ * What the `secure` variant adds: certificates (made once per bench run), an
+ * agent token and a writer token in the run's database, and the settings that
+ * turn them on for the coordinator, the agents and scheduleOne.
+ */
+async function secureSetup(url: string) {
+  pki ??= makeTestPki(path.join(os.tmpdir(), `kairos-bench-pki-${process.pid}`), 'bench');
+  const store = createStore(createPool({ connectionString: url, max: 1 }));
+  let agentToken: string;
+  let writerToken: string;
+  try {
+    agentToken = (await store.tokens.create({ namespace: 'default', role: 'agent', name: 'bench agents' })).secret;
+    writerToken = (await store.tokens.create({ namespace: 'default', role: 'writer', name: 'bench client' })).secret;
+  } finally {
+    await store.close();
+  }
+  const ca = pki.caCert;
+  const agentOptions = new https.Agent({ keepAlive: true, ca: readFileSync(ca) });
+  return {
+    coordinatorEnv: {
+      KAIROS_INSECURE: 'false',
+      KAIROS_TLS_CERT: pki.serverCert,
+      KAIROS_TLS_KEY: pki.serverKey,
+      KAIROS_TLS_CLIENT_CA: pki.caCert,
+    },
+    agentEnv: {
+      KAIROS_TOKEN: agentToken,
+      KAIROS_TLS_CA: pki.caCert,
+      KAIROS_TLS_CLIENT_CERT: pki.clientCert,
+      KAIROS_TLS_CLIENT_KEY: pki.clientKey,
+    },
+    /** POST over https with the writer token; rejects unless 201. */
+    post(target: string, body: string): Promise<void> {
+      return new Promise((resolve, reject) => {
+        const request = https.request(
+          target,
+          { method: 'POST', agent: agentOptions, headers: { 'content-type': 'application/json', authorization: `Bearer ${writerToken}` } },
+          (response) => {
+            let text = '';
+            response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+            response.on('end', () => (response.statusCode === 201 ? resolve() : reject(new Error(`POST /jobs answered ${response.statusCode}: ${text}`))));
+          },
+        );
+        request.on('error', reject);
+        request.end(body);
+      });
+    },
+  };
+}

@@ -1,0 +1,66 @@
+/**
+ * Every statement that claims, renews, completes, releases, cancels, pauses,
+ * resumes, triggers or reaps a job. Nothing else in Kairos writes `jobs.state`
+ * after creation. The protocol is described in ../../README.md ("Lease protocol");
+ * the short version:
+ *
+ * - A lease is identified by (job id, lease_generation). The database row is the
+ *   only authority; the generation is bumped by every claim and never reused, so
+ *   it doubles as the fencing token handed to handlers.
+ * - Every write after a claim is conditioned on `state = 'CLAIMED' AND
+ *   lease_generation = $gen`. Zero rows is an outcome (`stale`/`lost`), never an
+ *   error and never a partial write.
+ * - The database clock decides. Each function takes an optional `now` that
+ *   replaces `now()` in SQL, so tests can pin time; production passes nothing.
+ * - Batches are the rule: claim, renew, complete and release take many leases
+ *   per call and commit once, so durable commits per job stay well below one.
+ */
+import type { Pool } from 'pg';
+import { storeCall } from '../pg-errors';
+import type { RetryPolicy } from '../settle';
+import { claimDue, type ClaimedJob, type ClaimRequest } from './claim';
+import { cancel, pause, resume, trigger, type CancelResult, type ControlResult } from './control';
+import { release, type ReleaseResult } from './release';
+import type { HeldLeaseRef } from './refs';
+import { renew, type RenewResult } from './renew';
+import { complete, reapExpired, skipMisfired, type CompleteResult, type CompletionReport, type ReapResult } from './settlement';
+
+export { CLAIM_SQL, DEFAULT_MISFIRE_THRESHOLD_MS, type ClaimedJob, type ClaimRequest } from './claim';
+export type { CancelResult, ControlResult } from './control';
+export { isJobId, type HeldLeaseRef, type LeaseRef } from './refs';
+export type { ReleaseResult } from './release';
+export type { LeaseLostReason, RenewResult } from './renew';
+export type { CompleteResult, CompletionReport, ReapResult } from './settlement';
+export { MAX_ERROR_CHARS } from './sql';
+
+export interface LeaseStatements {
+  claimDue(request: ClaimRequest): Promise<ClaimedJob[]>;
+  renew(leases: readonly HeldLeaseRef[], leaseMs: number, now?: Date): Promise<RenewResult[]>;
+  complete(reports: readonly CompletionReport[], now?: Date): Promise<CompleteResult[]>;
+  release(leases: readonly HeldLeaseRef[], reason: string, now?: Date): Promise<ReleaseResult[]>;
+  reapExpired(options?: { limit?: number; now?: Date }): Promise<ReapResult>;
+  skipMisfired(options?: { thresholdMs?: number; limit?: number; now?: Date }): Promise<{ skipped: number }>;
+  cancel(namespace: string, jobId: string, now?: Date): Promise<CancelResult>;
+  pause(namespace: string, jobId: string, now?: Date): Promise<ControlResult>;
+  resume(namespace: string, jobId: string, now?: Date): Promise<ControlResult>;
+  trigger(namespace: string, jobId: string, now?: Date): Promise<ControlResult>;
+}
+
+export function leaseStatements(pool: Pool, retry: RetryPolicy = {}): LeaseStatements {
+  return {
+    claimDue: (request) => guard('claimDue', () => claimDue(pool, request)),
+    renew: (leases, leaseMs, now) => guard('renew', () => renew(pool, leases, leaseMs, now)),
+    complete: (reports, now) => guard('complete', () => complete(pool, reports, retry, now)),
+    release: (leases, reason, now) => guard('release', () => release(pool, leases, reason, now)),
+    reapExpired: (options) => guard('reapExpired', () => reapExpired(pool, retry, options)),
+    skipMisfired: (options) => guard('skipMisfired', () => skipMisfired(pool, options)),
+    cancel: (namespace, jobId, now) => guard('cancel', () => cancel(pool, namespace, jobId, now)),
+    pause: (namespace, jobId, now) => guard('pause', () => pause(pool, namespace, jobId, now)),
+    resume: (namespace, jobId, now) => guard('resume', () => resume(pool, namespace, jobId, now)),
+    trigger: (namespace, jobId, now) => guard('trigger', () => trigger(pool, namespace, jobId, now)),
+  };
+}
+
+function guard<T>(context: string, run: () => Promise<T>): Promise<T> {
+  return storeCall(`lease.${context}`, run);
+}

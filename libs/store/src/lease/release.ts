@@ -1,0 +1,44 @@
+/**
+ * Giving back leases whose handler never started (a draining agent, or an
+ * agent that left before its assignment was sent): the job is DUE again and
+ * the attempt is not spent.
+ */
+import type { Pool } from 'pg';
+import { isWellFormed, leaseKey, type HeldLeaseRef } from './refs';
+import { currentHolders, holderArrays, lockInIdOrder, NOW, refusal, truncateError } from './sql';
+
+export type ReleaseResult = { kind: 'released' | 'stale' | 'not-owner'; jobId: string; leaseGeneration: number };
+
+export async function release(pool: Pool, leases: readonly HeldLeaseRef[], reason: string, now?: Date): Promise<ReleaseResult[]> {
+  const valid = leases.filter(isWellFormed);
+  const released = new Set<string>();
+  if (valid.length > 0) {
+    const { rows } = await pool.query(
+      `WITH locked AS (${lockInIdOrder(2)}), released AS (
+         UPDATE jobs j SET state = 'DUE', lease_owner = NULL, lease_token = NULL, lease_until = NULL,
+           attempt = j.attempt - 1, updated_at = ${NOW(1)}
+         FROM locked
+         WHERE j.id = locked.id
+         RETURNING j.id, j.lease_generation
+       ), runs_closed AS (
+         UPDATE runs r SET outcome = 'CANCELLED', finished_at = ${NOW(1)}, error = $6
+         FROM released WHERE r.job_id = released.id AND r.lease_generation = released.lease_generation
+           AND r.outcome = 'RUNNING'
+       )
+       SELECT id, lease_generation FROM released`,
+      [now ?? null, ...holderArrays(valid), truncateError(`released before start: ${reason}`)],
+    );
+    for (const row of rows) released.add(leaseKey(row.id, Number(row.lease_generation)));
+  }
+  const current = await currentHolders(
+    pool,
+    leases.filter((lease) => !released.has(leaseKey(lease.jobId, lease.leaseGeneration))),
+  );
+  return leases.map(({ jobId, leaseGeneration, ...holder }) => ({
+    kind: released.has(leaseKey(jobId, leaseGeneration))
+      ? 'released'
+      : refusal({ jobId, leaseGeneration, ...holder }, current),
+    jobId,
+    leaseGeneration,
+  }));
+}

@@ -1,0 +1,57 @@
+/**
+ * Renewal: one statement for a whole heartbeat (or a group-commit flush of
+ * many heartbeats), fenced on generation and holder.
+ */
+import type { Pool } from 'pg';
+import { isWellFormed, leaseKey, type HeldLeaseRef } from './refs';
+import { currentHolders, holderArrays, isForeign, lockInIdOrder, NOW } from './sql';
+
+/** `not-owner`: the lease exists but was granted to another agent or token (refused, changes nothing). */
+export type LeaseLostReason = 'stale-generation' | 'expired' | 'not-found' | 'not-owner';
+
+export type RenewResult =
+  | { kind: 'renewed'; jobId: string; leaseGeneration: number; remainingMs: number }
+  | { kind: 'lost'; jobId: string; leaseGeneration: number; reason: LeaseLostReason };
+
+/**
+ * One UPDATE for a whole heartbeat. A lease is renewed only if the row is still
+ * CLAIMED with the same generation: a lease that expired but was not yet reaped
+ * is renewed too, which is safe because nobody else can hold it until the
+ * generation moves. The remaining time is computed by the database and returned
+ * as a duration, so the agent never compares its clock with ours.
+ */
+const RENEW_SQL = `
+WITH locked AS (${lockInIdOrder(3)})
+UPDATE jobs j SET
+  lease_until = ${NOW(1)} + make_interval(secs => $2::double precision / 1000),
+  updated_at = ${NOW(1)}
+FROM locked
+WHERE j.id = locked.id
+RETURNING j.id, j.lease_generation,
+  floor(extract(epoch FROM (j.lease_until - ${NOW(1)})) * 1000)::bigint AS remaining_ms`;
+
+export async function renew(pool: Pool, leases: readonly HeldLeaseRef[], leaseMs: number, now?: Date): Promise<RenewResult[]> {
+  const valid = leases.filter(isWellFormed);
+  const renewed = new Map<string, number>();
+  if (valid.length > 0) {
+    const { rows } = await pool.query(RENEW_SQL, [now ?? null, leaseMs, ...holderArrays(valid)]);
+    for (const row of rows) renewed.set(leaseKey(row.id, Number(row.lease_generation)), Number(row.remaining_ms));
+  }
+  const lostIds = leases.filter((lease) => !renewed.has(leaseKey(lease.jobId, lease.leaseGeneration)));
+  const current = await currentHolders(pool, lostIds);
+  return leases.map((lease): RenewResult => {
+    const { jobId, leaseGeneration } = lease;
+    const remainingMs = renewed.get(leaseKey(jobId, leaseGeneration));
+    if (remainingMs !== undefined) return { kind: 'renewed', jobId, leaseGeneration, remainingMs };
+    const row = isWellFormed(lease) ? current.get(jobId.toLowerCase()) : undefined;
+    const reason: LeaseLostReason =
+      row === undefined
+        ? 'not-found'
+        : row.generation !== leaseGeneration
+          ? 'stale-generation'
+          : isForeign(row, lease)
+            ? 'not-owner'
+            : 'expired';
+    return { kind: 'lost', jobId, leaseGeneration, reason };
+  });
+}

@@ -1,0 +1,290 @@
+/**
+ * Ending a lease with an outcome: a reported completion (fenced on generation
+ * and holder) or an expiry found by the reaper, and the occurrences a `skip`
+ * job misses. All go through `applyEndings`, which writes the job row, the run
+ * row and any SKIPPED rows that `settle` (../settle.ts) planned.
+ */
+import type { Pool, PoolClient } from 'pg';
+import { MISFIRE_POLICIES, planAfterOccurrence, type MisfirePolicy } from '@kairos/schedule';
+import { settle, type AttemptOutcome, type RetryPolicy, type Settlement, type SettlingJob } from '../settle';
+import { isWellFormed, leaseKey, type HeldLeaseRef } from './refs';
+import { DEFAULT_MISFIRE_THRESHOLD_MS } from './claim';
+import { currentHolders, holderArrays, inTransaction, lockInIdOrder, NOW, refusal, truncateError } from './sql';
+
+export interface CompletionReport extends HeldLeaseRef {
+  outcome: Exclude<AttemptOutcome, 'LEASE_EXPIRED'>;
+  error?: string | null;
+}
+
+export type CompleteResult =
+  | { kind: 'recorded'; jobId: string; leaseGeneration: number; state: Settlement['state']; nextRunAt: Date | null }
+  | { kind: 'stale' | 'not-owner'; jobId: string; leaseGeneration: number };
+
+export interface ReapResult {
+  /** Leases found expired and settled (runs marked LEASE_EXPIRED). */
+  expired: Array<{ jobId: string; leaseGeneration: number; leaseOwner: string | null; state: Settlement['state'] }>;
+}
+
+/** A CLAIMED (or, for skipMisfired, DUE) job row held FOR UPDATE: what `settle` needs, plus its lease. */
+interface LockedJob extends SettlingJob {
+  id: string;
+  leaseGeneration: number;
+  leaseOwner: string | null;
+}
+
+const LOCKED_COLUMNS = `j.id, j.lease_generation, j.lease_owner, j.schedule, j.timezone, j.occurrence_at,
+  j.attempt, j.max_attempts, j.misfire_policy`;
+
+function toLockedJob(row: Record<string, unknown>): LockedJob {
+  const policy = row.misfire_policy as MisfirePolicy;
+  if (!MISFIRE_POLICIES.includes(policy)) throw new Error(`unknown misfire policy ${String(policy)}`);
+  return {
+    id: row.id as string,
+    leaseGeneration: Number(row.lease_generation),
+    leaseOwner: (row.lease_owner as string | null) ?? null,
+    schedule: (row.schedule as string | null) ?? null,
+    timezone: row.timezone as string,
+    occurrenceAt: row.occurrence_at as Date,
+    attempt: row.attempt as number,
+    maxAttempts: row.max_attempts as number,
+    misfirePolicy: policy,
+  };
+}
+
+interface Ending {
+  job: LockedJob;
+  outcome: AttemptOutcome;
+  error: string | null;
+}
+
+
+export async function complete(
+  pool: Pool,
+  reports: readonly CompletionReport[],
+  retry: RetryPolicy,
+  now?: Date,
+): Promise<CompleteResult[]> {
+  if (reports.length === 0) return [];
+  // Duplicates within one batch: the first report wins, the others are stale.
+  const firstIndex = new Map<string, number>();
+  reports.forEach((report, index) => {
+    const key = leaseKey(report.jobId, report.leaseGeneration);
+    if (isWellFormed(report) && !firstIndex.has(key)) firstIndex.set(key, index);
+  });
+  const firstReports = [...firstIndex.values()].map((index) => reports[index]!);
+  // Only the state and next run time are reported back (CompleteResult).
+  const settled = new Map<string, Pick<Settlement, 'state' | 'nextRunAt'>>();
+  // Fast path, one statement: successful one-off runs need no schedule arithmetic.
+  const simple = firstReports.filter((report) => report.outcome === 'SUCCEEDED');
+  if (simple.length > 0) {
+    const { rows } = await pool.query(COMPLETE_SIMPLE_SQL, [now ?? null, ...holderArrays(simple)]);
+    for (const row of rows) {
+      settled.set(leaseKey(row.id, Number(row.lease_generation)), { state: 'COMPLETED', nextRunAt: null });
+    }
+  }
+  // Everything else (failures, recurring jobs, and reports the fast path did not match,
+  // which are either recurring or stale) takes the locked path below.
+  const candidates = firstReports.filter((r) => !settled.has(leaseKey(r.jobId, r.leaseGeneration)));
+  if (candidates.length > 0) {
+    await inTransaction(pool, async (client) => {
+      const { rows } = await client.query(
+        `WITH locked AS (${lockInIdOrder(2)})
+         SELECT ${LOCKED_COLUMNS}, ${NOW(1)} AS now FROM jobs j JOIN locked ON locked.id = j.id`,
+        [now ?? null, ...holderArrays(candidates)],
+      );
+      if (rows.length === 0) return;
+      const dbNow = rows[0]!.now as Date;
+      const byLease = new Map(candidates.map((report) => [leaseKey(report.jobId, report.leaseGeneration), report]));
+      const endings = rows.map((row): Ending => {
+        const job = toLockedJob(row);
+        const report = byLease.get(leaseKey(job.id, job.leaseGeneration))!;
+        return { job, outcome: report.outcome, error: truncateError(report.error) };
+      });
+      const results = await applyEndings(client, endings, dbNow, retry);
+      for (const { job } of endings) settled.set(leaseKey(job.id, job.leaseGeneration), results.get(job.id)!);
+    });
+  }
+  const refused = reports.filter((report) => !settled.has(leaseKey(report.jobId, report.leaseGeneration)));
+  const current = await currentHolders(pool, refused);
+  return reports.map((report, index): CompleteResult => {
+    const key = leaseKey(report.jobId, report.leaseGeneration);
+    const settlement = firstIndex.get(key) === index ? settled.get(key) : undefined;
+    if (settlement === undefined) {
+      const kind = settled.has(key) ? 'stale' : refusal(report, current);
+      return { kind, jobId: report.jobId, leaseGeneration: report.leaseGeneration };
+    }
+    return {
+      kind: 'recorded',
+      jobId: report.jobId,
+      leaseGeneration: report.leaseGeneration,
+      state: settlement.state,
+      nextRunAt: settlement.nextRunAt,
+    };
+  });
+}
+
+/**
+ * Completion of successful one-off runs in one statement (one round trip, one
+ * commit for the whole batch): fenced like every other write, on CLAIMED and
+ * the generation. Recurring jobs and failures need schedule arithmetic and go
+ * through `applyEndings`.
+ */
+const COMPLETE_SIMPLE_SQL = `
+WITH locked AS (${lockInIdOrder(2, 'AND j.schedule IS NULL')}), done AS (
+  UPDATE jobs j SET state = 'COMPLETED', next_run_at = NULL, lease_until = NULL, lease_owner = NULL, lease_token = NULL,
+    updated_at = ${NOW(1)}
+  FROM locked
+  WHERE j.id = locked.id
+  RETURNING j.id, j.lease_generation
+), closed AS (
+  UPDATE runs r SET outcome = 'SUCCEEDED', finished_at = ${NOW(1)}, error = NULL
+  FROM done WHERE r.job_id = done.id AND r.lease_generation = done.lease_generation AND r.outcome = 'RUNNING'
+)
+SELECT id, lease_generation FROM done`;
+
+/**
+ * Leases whose lease_until has passed go back to DUE (or DEAD at the cap, or the
+ * next occurrence for a recurring job at the cap); their run is marked
+ * LEASE_EXPIRED. SKIP LOCKED lets reapers on several coordinators share the work,
+ * and lets a concurrent completion of the same row win: it holds the lock, and
+ * once it commits the row is no longer CLAIMED with that generation.
+ */
+export async function reapExpired(
+  pool: Pool,
+  retry: RetryPolicy,
+  options: { limit?: number; now?: Date } = {},
+): Promise<ReapResult> {
+  return inTransaction(pool, async (client) => {
+    const { rows } = await client.query(
+      `SELECT ${LOCKED_COLUMNS}, ${NOW(1)} AS now
+       FROM jobs j
+       WHERE j.state = 'CLAIMED' AND j.lease_until < ${NOW(1)}
+       ORDER BY j.lease_until
+       LIMIT $2
+       FOR UPDATE SKIP LOCKED`,
+      [options.now ?? null, options.limit ?? 1000],
+    );
+    if (rows.length === 0) return { expired: [] };
+    const dbNow = rows[0]!.now as Date;
+    const endings = rows.map(
+      (row): Ending => ({ job: toLockedJob(row), outcome: 'LEASE_EXPIRED', error: 'lease expired: the worker stopped renewing' }),
+    );
+    const settled = await applyEndings(client, endings, dbNow, retry);
+    return {
+      expired: endings.map(({ job }) => ({
+        jobId: job.id,
+        leaseGeneration: job.leaseGeneration,
+        leaseOwner: job.leaseOwner,
+        state: settled.get(job.id)!.state,
+      })),
+    };
+  });
+}
+
+/** Upper bound on SKIPPED rows written for one missed stretch; the last row states the full count. */
+const SKIPPED_ROWS_LIMIT = 100;
+
+/** Writes the settlement of locked, CLAIMED rows: job row, run row, and SKIPPED rows. Three statements. */
+async function applyEndings(
+  client: PoolClient,
+  endings: readonly Ending[],
+  now: Date,
+  retry: RetryPolicy,
+): Promise<Map<string, Settlement>> {
+  const settled = new Map<string, Settlement>();
+  for (const ending of endings) settled.set(ending.job.id, settle(ending.job, ending.outcome, now, retry));
+
+  const ids = endings.map((e) => e.job.id);
+  const plans = ids.map((id) => settled.get(id)!);
+  await client.query(
+    `UPDATE jobs j SET
+       state = u.state, next_run_at = u.next_run_at, occurrence_at = u.occurrence_at, attempt = u.attempt,
+       lease_until = NULL, lease_owner = NULL, lease_token = NULL, updated_at = $6
+     FROM unnest($1::uuid[], $2::kairos_job_state[], $3::timestamptz[], $4::timestamptz[], $5::int[])
+       AS u(id, state, next_run_at, occurrence_at, attempt)
+     WHERE j.id = u.id`,
+    [ids, plans.map((p) => p.state), plans.map((p) => p.nextRunAt), plans.map((p) => p.occurrenceAt), plans.map((p) => p.attempt), now],
+  );
+  await client.query(
+    `UPDATE runs r SET outcome = u.outcome, error = u.error, finished_at = $5
+     FROM unnest($1::uuid[], $2::bigint[], $3::kairos_run_outcome[], $4::text[]) AS u(job_id, generation, outcome, error)
+     WHERE r.job_id = u.job_id AND r.lease_generation = u.generation AND r.outcome = 'RUNNING'`,
+    [ids, endings.map((e) => e.job.leaseGeneration), endings.map((e) => e.outcome), endings.map((e) => e.error), now],
+  );
+
+  await insertSkipped(
+    client,
+    endings.map(({ job }) => ({ job, skipped: settled.get(job.id)!.skipped, skippedCount: settled.get(job.id)!.skippedCount })),
+    now,
+  );
+  return settled;
+}
+
+/** Records SKIPPED runs: at most SKIPPED_ROWS_LIMIT per job; the last names how many more were missed. */
+async function insertSkipped(
+  client: PoolClient,
+  items: ReadonlyArray<{ job: LockedJob; skipped: readonly Date[]; skippedCount: number }>,
+  now: Date,
+): Promise<void> {
+  const jobIds: string[] = [];
+  const scheduledFor: Date[] = [];
+  const notes: string[] = [];
+  for (const { job, skipped, skippedCount } of items) {
+    const listed = skipped.slice(0, SKIPPED_ROWS_LIMIT);
+    listed.forEach((occurrence, index) => {
+      jobIds.push(job.id);
+      scheduledFor.push(occurrence);
+      const unlisted = skippedCount - listed.length;
+      notes.push(
+        `occurrence missed (misfire policy ${job.misfirePolicy})` +
+          (index === listed.length - 1 && unlisted > 0 ? `; ${unlisted} later missed occurrences not listed` : ''),
+      );
+    });
+  }
+  if (jobIds.length === 0) return;
+  await client.query(
+    `INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, outcome, finished_at, error)
+     SELECT u.job_id, 0, NULL, u.scheduled_for, 'SKIPPED', $4, u.note
+     FROM unnest($1::uuid[], $2::timestamptz[], $3::text[]) AS u(job_id, scheduled_for, note)`,
+    [jobIds, scheduledFor, notes, now],
+  );
+}
+
+/**
+ * `skip` means an occurrence never runs late. A recurring `skip` job whose
+ * pending occurrence is later than the threshold (the claim leaves such rows
+ * alone) is moved to its next future occurrence; the occurrence it was waiting
+ * to serve and every one after it up to now are recorded as SKIPPED. Runs in the
+ * reaper's pass on every coordinator; SKIP LOCKED shares the work.
+ */
+export async function skipMisfired(
+  pool: Pool,
+  options: { thresholdMs?: number; limit?: number; now?: Date } = {},
+): Promise<{ skipped: number }> {
+  return inTransaction(pool, async (client) => {
+    const { rows } = await client.query(
+      `SELECT ${LOCKED_COLUMNS}, ${NOW(1)} AS now
+       FROM jobs j
+       WHERE j.state = 'DUE' AND j.misfire_policy = 'skip' AND j.schedule IS NOT NULL
+         AND j.next_run_at < ${NOW(1)} - make_interval(secs => $2::double precision / 1000)
+       ORDER BY j.next_run_at
+       LIMIT $3
+       FOR UPDATE SKIP LOCKED`,
+      [options.now ?? null, options.thresholdMs ?? DEFAULT_MISFIRE_THRESHOLD_MS, options.limit ?? 1000],
+    );
+    if (rows.length === 0) return { skipped: 0 };
+    const now = rows[0]!.now as Date;
+    const items = rows.map((row) => {
+      const job = toLockedJob(row);
+      const plan = planAfterOccurrence({ expression: job.schedule!, timezone: job.timezone }, job.occurrenceAt, now, 'skip');
+      return { job, next: plan.next, skipped: [job.occurrenceAt, ...plan.skipped], skippedCount: plan.skippedCount + 1 };
+    });
+    await client.query(
+      `UPDATE jobs j SET next_run_at = u.next, occurrence_at = u.next, attempt = 0, updated_at = $3
+       FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, next) WHERE j.id = u.id`,
+      [items.map((i) => i.job.id), items.map((i) => i.next), now],
+    );
+    await insertSkipped(client, items, now);
+    return { skipped: items.length };
+  });
+}

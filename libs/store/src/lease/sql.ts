@@ -1,0 +1,124 @@
+/**
+ * What the lease statements share: the clock expressions (the database
+ * decides time; tests may pin it), id-ordered row locking of held leases, the
+ * read that says why a lease was refused, and transactions.
+ */
+import type { Pool, PoolClient } from 'pg';
+import { isJobId, isWellFormed, type HeldLeaseRef, type LeaseRef } from './refs';
+
+export const NOW = (param: number) => `coalesce($${param}::timestamptz, now())`;
+/**
+ * The wall clock when the expression is evaluated, not when the transaction
+ * began: used for a claimed run's `started_at`, read after the row lock, so it
+ * can never precede the `finished_at` of the run that freed the job (with
+ * `now()` it could, by a millisecond: chaos finding 5). Never in a WHERE
+ * clause: it is volatile, so no index could serve it.
+ */
+export const CLOCK = (param: number) => `coalesce($${param}::timestamptz, clock_timestamp())`;
+
+/**
+ * A timestamptz as whole epoch milliseconds in a float8, which pg hands to JS
+ * as a number (no Date parsing); whole, so protobuf Timestamps built from it
+ * get integral nanos. Truncates like a JS Date of the same instant.
+ */
+export const EPOCH_MS = (expression: string) => `floor(extract(epoch FROM ${expression}) * 1000)::float8`;
+
+/**
+ * Row locks for a batch of held leases, taken in job-id order. A row matches
+ * only with its generation AND its holder (agent id and token), so a lease
+ * named by anyone but its holder locks nothing and changes nothing. Every statement that
+ * locks several jobs does so in id order (the locked path of `complete` too),
+ * so two batches sharing leases (a heartbeat's renewal and an outcome flush)
+ * cannot deadlock; an `UPDATE … FROM unnest(…)` alone locks in whatever order
+ * its plan visits rows (found by tools/chaos: "deadlock detected" on renew).
+ */
+export function lockInIdOrder(firstParam: number, extraCondition = ''): string {
+  const [ids, generations, owners, tokens] = [0, 1, 2, 3].map((offset) => `$${firstParam + offset}`);
+  return `SELECT j.id FROM jobs j
+      JOIN unnest(${ids}::uuid[], ${generations}::bigint[], ${owners}::text[], ${tokens}::uuid[]) AS r(id, generation, owner, token)
+      ON j.id = r.id AND j.lease_generation = r.generation AND j.lease_owner = r.owner
+        AND j.lease_token IS NOT DISTINCT FROM r.token
+    WHERE j.state = 'CLAIMED' ${extraCondition}
+    ORDER BY j.id
+    FOR UPDATE OF j`;
+}
+
+
+export function holderArrays(leases: readonly HeldLeaseRef[]): [string[], number[], string[], Array<string | null>] {
+  return [
+    leases.map((lease) => lease.jobId),
+    leases.map((lease) => lease.leaseGeneration),
+    leases.map((lease) => lease.owner),
+    leases.map((lease) => (lease.tokenId !== null && isJobId(lease.tokenId) ? lease.tokenId : null)),
+  ];
+}
+
+export interface CurrentHolder {
+  generation: number;
+  state: string;
+  owner: string | null;
+  tokenId: string | null;
+}
+
+export function isForeign(row: CurrentHolder, lease: HeldLeaseRef): boolean {
+  return row.state === 'CLAIMED' && (row.owner !== lease.owner || row.tokenId !== lease.tokenId);
+}
+
+/** The current generation and holder of each named job (read after a refusal, to say why). */
+export async function currentHolders(pool: Pool, leases: readonly LeaseRef[]): Promise<Map<string, CurrentHolder>> {
+  const ids = [...new Set(leases.filter(isWellFormed).map((lease) => lease.jobId.toLowerCase()))];
+  const result = new Map<string, CurrentHolder>();
+  if (ids.length === 0) return result;
+  const { rows } = await pool.query(
+    'SELECT id, lease_generation, state, lease_owner, lease_token FROM jobs WHERE id = ANY($1::uuid[])',
+    [ids],
+  );
+  for (const row of rows) {
+    result.set(row.id, {
+      generation: Number(row.lease_generation),
+      state: row.state,
+      owner: row.lease_owner,
+      tokenId: row.lease_token,
+    });
+  }
+  return result;
+}
+
+/** `stale`, or `not-owner` when the lease is current but held by someone else. */
+export function refusal(lease: HeldLeaseRef, current: Map<string, CurrentHolder>): 'stale' | 'not-owner' {
+  const row = isWellFormed(lease) ? current.get(lease.jobId.toLowerCase()) : undefined;
+  return row !== undefined && row.generation === lease.leaseGeneration && isForeign(row, lease) ? 'not-owner' : 'stale';
+}
+
+/** Upper bound on a stored error message, so a chatty handler cannot bloat the runs table. */
+export const MAX_ERROR_CHARS = 4096;
+
+
+export function truncateError(error: string | null | undefined): string | null {
+  if (error === undefined || error === null) return null;
+  return error.length > MAX_ERROR_CHARS ? `${error.slice(0, MAX_ERROR_CHARS)}…` : error;
+}
+
+/**
+ * A checked-out client whose connection dies between two queries (the database
+ * crashed while we computed a settlement) emits 'error' with no listener, which
+ * would crash the process; the next query reports the failure instead.
+ */
+const ignoreIdleError = (): void => undefined;
+
+export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  client.on('error', ignoreIdleError);
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error: unknown) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.removeListener('error', ignoreIdleError);
+    client.release();
+  }
+}
