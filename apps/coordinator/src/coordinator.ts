@@ -14,6 +14,7 @@ import {
   AgentService,
   JobService,
   KAIROS_SERVER_OPTIONS,
+  TokenService,
   addGrpcService,
   reflectionPackageDefinition,
 } from '@kairos/proto';
@@ -21,6 +22,7 @@ import { createPool, createStore, startEmbeddedPostgres, type EmbeddedPostgres }
 import { createAuthenticator } from './api/auth';
 import { connectHandler, drainSessions } from './api/grpc-agent';
 import { jobServiceImplementation } from './api/grpc-jobs';
+import { tokenServiceImplementation } from './api/grpc-tokens';
 import { jobCommands } from './api/job-commands';
 import { createRestServer } from './api/rest';
 import { tokenCommands } from './api/token-commands';
@@ -100,6 +102,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     },
   });
   const commands = jobCommands(store, () => dispatcher.wake());
+  const tokens = tokenCommands(store);
   const auth = createAuthenticator({
     lookup: (secret) => store.tokens.authenticate(secret),
     insecure: options.insecure,
@@ -120,10 +123,16 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     JobService,
     jobServiceImplementation({ commands, dispatcher, auth, logger: log.child({ component: 'grpc' }) }),
   );
+  addGrpcService(grpcServer, TokenService, tokenServiceImplementation({ tokens, auth, logger: log.child({ component: 'grpc' }) }));
   addGrpcService(grpcServer, AgentService, {
     connect: connectHandler({ dispatcher, options, auth, logger: log.child({ component: 'agents' }), isShuttingDown: () => shuttingDown }),
   });
-  const health = new HealthImplementation({ '': 'SERVING', 'kairos.v1.JobService': 'SERVING', 'kairos.v1.AgentService': 'SERVING' });
+  const health = new HealthImplementation({
+    '': 'SERVING',
+    'kairos.v1.JobService': 'SERVING',
+    'kairos.v1.AgentService': 'SERVING',
+    'kairos.v1.TokenService': 'SERVING',
+  });
   health.addToServer(grpcServer);
   new ReflectionService(reflectionPackageDefinition() as never).addToServer(grpcServer);
   const grpcPort = await new Promise<number>((resolve, reject) =>
@@ -135,7 +144,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
   let stopWatchingCertificate: (() => void) | undefined;
   const rest = createRestServer({
     commands,
-    tokens: tokenCommands(store),
+    tokens,
     auth,
     dispatcher,
     metrics,

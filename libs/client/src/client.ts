@@ -14,14 +14,18 @@ import { Metadata, type CallOptions, type ServiceError } from '@grpc/grpc-js';
 import {
   createGrpcClient,
   JobService,
+  TokenService,
   type CancelJobResponse,
   type CreateJobResponse,
+  type CreateTokenResponse,
   type GetJobResponse,
   type ListAgentsResponse,
   type ListJobsResponse,
   type ListRunsResponse,
+  type ListTokensResponse,
   type PauseJobResponse,
   type ResumeJobResponse,
+  type RevokeTokenResponse,
   type TriggerJobResponse,
 } from '@kairos/proto';
 import { agentFromWire, type Agent } from './agents';
@@ -39,6 +43,7 @@ import {
   type ListJobsOptions,
 } from './jobs';
 import { runFromWire, type ListRunsOptions, type RunPage } from './runs';
+import { createTokenRequest, tokenFromWire, type CreatedToken, type CreateTokenInput, type Token } from './tokens';
 import { textOrNull } from './wire-values';
 
 export interface KairosClientOptions {
@@ -70,6 +75,12 @@ export interface KairosClient {
   listRuns(jobId: string, options?: ListRunsOptions): Promise<RunPage>;
   /** Agents connected to the coordinators, by agentId. */
   listAgents(): Promise<Agent[]>;
+  /** Creates a token in the caller's namespace (admin token); the secret is returned once. */
+  createToken(input: CreateTokenInput): Promise<CreatedToken>;
+  /** The namespace's tokens, never their secrets (admin token). */
+  listTokens(): Promise<Token[]>;
+  /** Revokes a token of the namespace (admin token); `not-found` for any other. */
+  revokeToken(tokenId: string): Promise<void>;
   /** Closes the channel; calls made afterwards fail. */
   close(): void;
 }
@@ -87,7 +98,9 @@ export function createKairosClient(options: KairosClientOptions): KairosClient {
   if (!(deadlineMs > 0)) {
     throw new KairosError(KairosErrorCode.InvalidArgument, 'deadlineMs must be positive', { field: 'deadlineMs' });
   }
-  const grpcClient = createGrpcClient(JobService, options.address, channelCredentials(options.tls));
+  const credentials = channelCredentials(options.tls);
+  const grpcClient = createGrpcClient(JobService, options.address, credentials);
+  const tokenClient = createGrpcClient(TokenService, options.address, credentials);
   const token = options.token === undefined || options.token === '' ? undefined : options.token;
 
   /** Runs one unary call with fresh metadata and deadline; settles with a KairosError on failure. */
@@ -151,8 +164,25 @@ export function createKairosClient(options: KairosClientOptions): KairosClient {
       const response = await unary<ListAgentsResponse>('ListAgents', (md, opts, cb) => grpcClient.listAgents({}, md, opts, cb));
       return response.agents.map(agentFromWire);
     },
+    async createToken(input) {
+      const request = createTokenRequest(input);
+      const response = await unary<CreateTokenResponse>('CreateToken', (md, opts, cb) => tokenClient.createToken(request, md, opts, cb));
+      if (response.token === undefined) throw new KairosError(KairosErrorCode.Internal, 'CreateToken: response without a token');
+      return { token: tokenFromWire(response.token), secret: response.secret };
+    },
+    async listTokens() {
+      const response = await unary<ListTokensResponse>('ListTokens', (md, opts, cb) => tokenClient.listTokens({}, md, opts, cb));
+      return response.tokens.map(tokenFromWire);
+    },
+    async revokeToken(tokenId) {
+      if (typeof tokenId !== 'string' || tokenId === '') {
+        throw new KairosError(KairosErrorCode.InvalidArgument, 'tokenId is required', { field: 'tokenId' });
+      }
+      await unary<RevokeTokenResponse>('RevokeToken', (md, opts, cb) => tokenClient.revokeToken({ tokenId }, md, opts, cb));
+    },
     close() {
       grpcClient.close();
+      tokenClient.close();
     },
   };
 }

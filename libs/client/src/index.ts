@@ -1,5 +1,5 @@
 /**
- * @kairos/client — typed TypeScript client for the Kairos JobService (gRPC).
+ * @kairos/client — typed TypeScript client for the Kairos JobService and TokenService (gRPC).
  *
  * ```ts
  * const kairos = createKairosClient({ address: '127.0.0.1:50051', token });
@@ -25,3 +25,4 @@ export {
 } from './jobs';
 export type { ListRunsOptions, Run, RunOutcome, RunPage } from './runs';
 export type { Agent } from './agents';
+export { TOKEN_ROLES, type Token, type TokenRole, type CreateTokenInput, type CreatedToken } from './tokens';

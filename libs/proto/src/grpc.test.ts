@@ -84,6 +84,7 @@ describe('file descriptors', () => {
       'google/protobuf/timestamp.proto',
       'kairos/v1/jobs.proto',
       'kairos/v1/agent.proto',
+      'kairos/v1/tokens.proto',
     ]);
   });
 });

@@ -10,5 +10,6 @@
  */
 export * from './gen/kairos/v1/jobs_pb';
 export * from './gen/kairos/v1/agent_pb';
+export * from './gen/kairos/v1/tokens_pb';
 export * from './grpc';
 export * from './files';

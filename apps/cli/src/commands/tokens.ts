@@ -1,14 +1,18 @@
 /**
- * `kairos tokens create | list | revoke`: bearer tokens, managed straight in
- * the database (DATABASE_URL or --database-url), so the first admin token can
- * be made before any coordinator runs. An admin token can also manage its own
- * namespace's tokens over REST (`/tokens`).
+ * `kairos tokens create | list | revoke`: bearer tokens.
+ *
+ * - With DATABASE_URL (or --database-url): straight in the database, any
+ *   namespace, so the first admin token can be made before any coordinator
+ *   runs.
+ * - Without: through a coordinator (TokenService, `--address`), with an admin
+ *   token, for that token's own namespace.
  *
  * `create` prints the secret as its only stdout line: it is shown once and
  * stored only as a hash.
  */
-import { KairosError, KairosErrorCode } from '@kairos/client';
+import { KairosError, KairosErrorCode, type KairosClient } from '@kairos/client';
 import { InvalidArgumentError, type Command } from 'commander';
+import { globalOptions, withClient } from '../context';
 import { UsageError } from '../errors';
 import type { CliIo } from '../io';
 import { formatTable, formatTime, NONE, writeJson } from '../output';
@@ -24,27 +28,46 @@ interface DatabaseFlag {
 export function registerTokenCommands(program: Command, io: CliIo, modules: ProcessModules): void {
   const tokens = program
     .command('tokens')
-    .description('create, list and revoke bearer tokens (in the database: needs DATABASE_URL)');
+    .description('create, list and revoke bearer tokens (in the database with DATABASE_URL, else through a coordinator with an admin token)');
 
   withDatabaseFlag(tokens.command('create').description('create a token and print its secret (shown once)'))
-    .requiredOption('--namespace <ns>', 'namespace the token may see and act in', namespaceArg)
+    .option('--namespace <ns>', 'namespace the token may see and act in (required with DATABASE_URL)', namespaceArg)
     .requiredOption('--role <role>', `one of ${ROLES.join(', ')}`, roleArg)
     .option('--name <text>', 'a note on what the token is for')
     .option('--expires <duration>', 'lifetime, e.g. 12h, 30d, 4w (default: never)', durationArg)
-    .action(async (flags: DatabaseFlag & { namespace: string; role: Role; name?: string; expires?: number }, command: Command) => {
-      const created = await withStore(modules.store(), databaseUrl(flags, io), (store) =>
-        store.tokens.create({ namespace: flags.namespace, role: flags.role, name: flags.name ?? null, expiresInMs: flags.expires ?? null }),
-      );
+    .action(async (flags: DatabaseFlag & { namespace?: string; role: Role; name?: string; expires?: number }, command: Command) => {
+      const url = databaseUrl(flags, io);
+      let created: { token: TokenRow; secret: string };
+      if (url !== undefined) {
+        const namespace = flags.namespace;
+        if (namespace === undefined) throw new UsageError('--namespace is required when tokens are made in the database', '--namespace');
+        created = await withStore(modules.store(), url, (store) =>
+          store.tokens.create({ namespace, role: flags.role, name: flags.name ?? null, expiresInMs: flags.expires ?? null }),
+        );
+      } else {
+        created = await viaCoordinator(command, io, (client) =>
+          client.createToken({
+            role: flags.role,
+            ...(flags.namespace === undefined ? {} : { namespace: flags.namespace }),
+            ...(flags.name === undefined ? {} : { name: flags.name }),
+            ...(flags.expires === undefined ? {} : { expiresInSeconds: Math.ceil(flags.expires / 1000) }),
+          }),
+        );
+      }
       if (json(command)) writeJson(io.stdout, { ...created.token, secret: created.secret });
       else io.stdout.write(`${created.secret}\n`);
     });
 
   withDatabaseFlag(tokens.command('list').description('list tokens (never their secrets)'))
-    .option('--namespace <ns>', 'only this namespace', namespaceArg)
+    .option('--namespace <ns>', 'only this namespace (with DATABASE_URL)', namespaceArg)
     .action(async (flags: DatabaseFlag & { namespace?: string }, command: Command) => {
-      const list = await withStore(modules.store(), databaseUrl(flags, io), (store) =>
-        store.tokens.list(flags.namespace === undefined ? {} : { namespace: flags.namespace }),
-      );
+      const url = databaseUrl(flags, io);
+      const list: TokenRow[] =
+        url !== undefined
+          ? await withStore(modules.store(), url, (store) => store.tokens.list(flags.namespace === undefined ? {} : { namespace: flags.namespace }))
+          : (await viaCoordinator(command, io, (client) => client.listTokens())).filter(
+              (token) => flags.namespace === undefined || token.namespace === flags.namespace,
+            );
       if (json(command)) return writeJson(io.stdout, list);
       io.stdout.write(
         list.length === 0
@@ -66,7 +89,14 @@ export function registerTokenCommands(program: Command, io: CliIo, modules: Proc
 
   withDatabaseFlag(tokens.command('revoke').description('revoke a token: refused everywhere within seconds').argument('<id>'))
     .action(async (id: string, flags: DatabaseFlag, command: Command) => {
-      const result = await withStore(modules.store(), databaseUrl(flags, io), (store) => store.tokens.revoke(id));
+      const url = databaseUrl(flags, io);
+      const result =
+        url !== undefined
+          ? await withStore(modules.store(), url, (store) => store.tokens.revoke(id))
+          : await viaCoordinator(command, io, async (client) => {
+              await client.revokeToken(id);
+              return { kind: 'revoked' as const };
+            });
       if (result.kind === 'not-found') throw new KairosError(KairosErrorCode.NotFound, `token ${id} not found`);
       if (json(command)) writeJson(io.stdout, { id, revoked: true, already: result.kind === 'already-revoked' });
       else io.stdout.write(result.kind === 'revoked' ? `revoked ${id}\n` : `${id} was already revoked\n`);
@@ -77,15 +107,24 @@ function withDatabaseFlag(command: Command): Command {
   return command.option('--database-url <url>', 'PostgreSQL holding the tokens (env DATABASE_URL)');
 }
 
-function databaseUrl(flags: DatabaseFlag, io: CliIo): string {
-  const url = flags.databaseUrl ?? (io.env['DATABASE_URL'] === '' ? undefined : io.env['DATABASE_URL']);
-  if (url === undefined) {
-    throw new UsageError(
-      'kairos tokens works on the database: set DATABASE_URL or give --database-url (kairos dev writes an admin token to <data dir>/dev-token)',
-      '--database-url',
-    );
-  }
-  return url;
+/** A token as both backends list it. */
+interface TokenRow {
+  id: string;
+  namespace: string;
+  role: string;
+  name: string | null;
+  createdAt: Date | null;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+}
+
+/** DATABASE_URL or --database-url; undefined: go through a coordinator. */
+function databaseUrl(flags: DatabaseFlag, io: CliIo): string | undefined {
+  return flags.databaseUrl ?? (io.env['DATABASE_URL'] === '' ? undefined : io.env['DATABASE_URL']);
+}
+
+function viaCoordinator<T>(command: Command, io: CliIo, use: (client: KairosClient) => Promise<T>): Promise<T> {
+  return withClient(globalOptions(command, io), use);
 }
 
 function json(command: Command): boolean {

@@ -1,13 +1,9 @@
 /**
  * kairos.v1.JobService over gRPC: converts messages to the plain requests that
  * job-commands validates (so gRPC and REST accept and reject the same things)
- * and renders views as messages. Errors: errors.ts's table; the offending
- * field travels in the `kairos-field` trailing metadata entry.
- *
- * Every call authenticates from its `authorization` metadata and needs the
- * permission named beside it; the namespace is the token's (auth.ts).
+ * and renders views as messages. Authentication, the permission each call
+ * needs and the error mapping are grpc-unary.ts's.
  */
-import { Metadata, type ServerErrorResponse, type sendUnaryData } from '@grpc/grpc-js';
 import { timestampFromDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import type { Logger } from 'pino';
 import {
@@ -17,11 +13,10 @@ import {
   type GrpcServiceImplementation,
   type JobService,
   type ServiceMethods,
-  undecodableReason,
 } from '@kairos/proto';
 import type { Dispatcher } from '../dispatch/dispatcher';
-import { authorize, type Authenticator, type Permission } from './auth';
-import { ERROR_TABLE, toApiError } from './errors';
+import type { Authenticator } from './auth';
+import { unaryHandlers } from './grpc-unary';
 import type { JobCommands, JobView, RunView } from './job-commands';
 import { ValidationError } from './validation';
 
@@ -33,38 +28,9 @@ export function jobServiceImplementation(deps: {
   auth: Authenticator;
   logger: Logger;
 }): Impl {
-  const { commands, logger } = deps;
+  const { commands } = deps;
 
-  /** A unary handler that runs `work` in the caller's namespace once the caller holds `permission`. */
-  function unary<Req, Res>(permission: Permission, work: (request: Req, namespace: string) => Promise<Res>) {
-    return (call: { request: Req; metadata: Metadata }, callback: sendUnaryData<Res>) => {
-      const authorization = call.metadata.get('authorization')[0];
-      deps.auth
-        .authenticate(typeof authorization === 'string' ? authorization : undefined)
-        .then((principal) => {
-          authorize(principal, permission);
-          const undecodable = undecodableReason(call.request);
-          if (undecodable !== undefined) throw new ValidationError('body', `the request could not be decoded: ${undecodable}`);
-          return work(call.request, principal.namespace);
-        })
-        .then(
-        (response) => callback(null, response),
-        (error: unknown) => {
-          const apiError = toApiError(error, (cause) => logger.error({ err: cause }, 'gRPC request failed'));
-          const metadata = new Metadata();
-          // The field path can come from a payload key, which may hold any character; metadata
-          // values must be printable ASCII, and grpc-js throws (outside this promise) otherwise.
-          if (apiError.field) metadata.set('kairos-field', printableAscii(apiError.field));
-          const grpcError: ServerErrorResponse = Object.assign(new Error(apiError.message), {
-            code: ERROR_TABLE[apiError.kind].grpc,
-            details: apiError.message,
-            metadata,
-          });
-          callback(grpcError, null);
-        },
-      );
-    };
-  }
+  const unary = unaryHandlers(deps.auth, deps.logger);
 
   return {
     createJob: unary('write', async (req, namespace) => {
@@ -126,12 +92,7 @@ export function jobServiceImplementation(deps: {
         probation: agent.probation,
       })),
     })),
-  } as Impl;
-}
-
-/** `text` with every character outside printable ASCII written as a \uXXXX escape. */
-export function printableAscii(text: string): string {
-  return text.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  } satisfies Impl;
 }
 
 const MISFIRE_POLICY_NAMES: Record<number, 'skip' | 'fire-once' | undefined> = {

@@ -171,6 +171,31 @@ describe('security: tokens, roles and namespaces', () => {
     expect(JSON.stringify(listed.body)).not.toContain(created.body.secret);
   });
 
+  it('TokenService: an admin makes a working token for its own namespace only', async () => {
+    const admin = createKairosClient({ address: coordinator.grpcAddress, token: secrets.admin });
+    try {
+      const created = await admin.createToken({ role: 'writer', name: 'over gRPC', expiresInSeconds: 600 });
+      expect(created.token).toMatchObject({ namespace: NS, role: 'writer', name: 'over gRPC', revokedAt: null });
+      expect(created.token.expiresAt).not.toBeNull();
+      expect((await restClient(coordinator.httpUrl, created.secret).listJobs()).status).toBe(200);
+      expect((await admin.listTokens()).map((t) => t.id)).toContain(created.token.id);
+      const other = await admin.createToken({ role: 'reader', namespace: OTHER_NS }).then(
+        () => 'created',
+        (error: unknown) => KairosError.from(error).code,
+      );
+      expect(other).toBe('permission-denied');
+      await admin.revokeToken(created.token.id);
+      expect((await admin.listTokens()).find((t) => t.id === created.token.id)?.revokedAt).not.toBeNull();
+      const missing = await admin.revokeToken('01900000-0000-7000-8000-000000000000').then(
+        () => 'revoked',
+        (error: unknown) => KairosError.from(error).code,
+      );
+      expect(missing).toBe('not-found');
+    } finally {
+      admin.close();
+    }
+  });
+
   it('a revoked token stops working within the cache time', async () => {
     const created = await token(NS, 'reader');
     const api = restClient(coordinator.httpUrl, created.secret);
@@ -188,7 +213,7 @@ describe('security: tokens, roles and namespaces', () => {
     };
     afterAll(() => clients.forEach((c) => c.close()));
 
-    const calls: Array<{ name: string; need: Need; scoped: boolean; call: (c: KairosClient, jobId: string) => Promise<unknown> }> = [
+    const calls: Array<{ name: string; need: Need; scoped: boolean; call: (c: KairosClient, jobId: string, tokenId: string) => Promise<unknown> }> = [
       { name: 'CreateJob', need: 'write', scoped: false, call: (c) => c.createJob({ task: 'sleep', runAt: new Date(Date.now() + 3_600_000), payload: {} }) },
       { name: 'GetJob', need: 'read', scoped: true, call: (c, id) => c.getJob(id) },
       { name: 'ListJobs', need: 'read', scoped: false, call: (c) => c.listJobs() },
@@ -198,15 +223,19 @@ describe('security: tokens, roles and namespaces', () => {
       { name: 'ResumeJob', need: 'write', scoped: true, call: (c, id) => c.resumeJob(id) },
       { name: 'TriggerJob', need: 'write', scoped: true, call: (c, id) => c.triggerJob(id) },
       { name: 'ListAgents', need: 'read', scoped: false, call: (c) => c.listAgents() },
+      { name: 'CreateToken', need: 'admin', scoped: false, call: (c) => c.createToken({ role: 'reader' }) },
+      { name: 'ListTokens', need: 'admin', scoped: false, call: (c) => c.listTokens() },
+      { name: 'RevokeToken', need: 'admin', scoped: true, call: (c, _jobId, tokenId) => c.revokeToken(tokenId) },
     ];
     const CODE_FOR: Record<number, string> = { 401: 'unauthenticated', 403: 'permission-denied', 404: 'not-found' };
 
     describe.each(calls)('$name', (rpc) => {
       it.each(callers)('as %s', async (caller) => {
         const jobId = await alphaJob();
+        const victimToken = await token(NS, 'reader');
         const expected = expectedRest(caller, rpc.need, 200, rpc.scoped);
         const before = await snapshot();
-        const outcome = await rpc.call(client(caller), jobId).then(
+        const outcome = await rpc.call(client(caller), jobId, victimToken.id).then(
           () => 'ok',
           (error: unknown) => KairosError.from(error).code,
         );
