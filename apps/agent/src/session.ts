@@ -21,6 +21,11 @@
  *         └──backoff───────┴───────────────────┘
  *     any ──close / drain finished──> closed
  *
+ *   Every change of state goes through `enter`, and the timers that belong to
+ *   a state (a dial's backoff, the welcomed stream's heartbeat) live in it:
+ *   `enter` clears whatever the next state does not carry over, so no timer
+ *   outlives its state.
+ *
  *   - connecting: no usable stream. `dial` is either waiting out a jittered
  *     backoff (100 ms doubling to 5 s) or a handshake: Hello sent (listing
  *     every held lease), Welcome not yet received.
@@ -129,12 +134,32 @@ type Dial =
   | { readonly kind: 'waiting'; readonly attempt: number; readonly timer: NodeJS.Timeout }
   | { readonly kind: 'handshake'; readonly attempt: number; readonly link: StreamLink };
 
-/** Connection state; see the diagram at the top of the file. */
+/**
+ * Connection state; see the diagram at the top of the file. Every timer that
+ * belongs to a state lives in it (the dial's backoff, the heartbeat of the
+ * welcomed stream), and `enter` is the only way to change state: what the new
+ * state does not carry over is cleared on the way out.
+ */
 export type SessionState =
   | { readonly kind: 'connecting'; readonly dial: Dial }
-  | { readonly kind: 'open'; readonly link: StreamLink; readonly welcome: WelcomeInfo }
-  | { readonly kind: 'draining'; readonly link: StreamLink; readonly welcome: WelcomeInfo; readonly next: Dial }
+  | { readonly kind: 'open'; readonly link: StreamLink; readonly welcome: WelcomeInfo; readonly heartbeat: NodeJS.Timeout }
+  | {
+      readonly kind: 'draining';
+      readonly link: StreamLink;
+      readonly welcome: WelcomeInfo;
+      readonly heartbeat: NodeJS.Timeout;
+      readonly next: Dial;
+    }
   | { readonly kind: 'closed'; readonly reason: string };
+
+/** The timers a state owns: its dial's backoff and its heartbeat. */
+function timersOf(state: SessionState): NodeJS.Timeout[] {
+  const timers: NodeJS.Timeout[] = [];
+  if (state.kind === 'open' || state.kind === 'draining') timers.push(state.heartbeat);
+  const dial = state.kind === 'connecting' ? state.dial : state.kind === 'draining' ? state.next : undefined;
+  if (dial?.kind === 'waiting') timers.push(dial.timer);
+  return timers;
+}
 
 /** The agent's own drain (SIGTERM), orthogonal to the connection state. */
 type WorkMode =
@@ -163,8 +188,6 @@ export class AgentSession {
   private readonly random: () => number;
   /** Streams we half-closed after a coordinator Drain, until their status arrives. */
   private readonly retired = new Set<StreamLink>();
-  private heartbeatTimer: NodeJS.Timeout | undefined;
-  private heartbeatIntervalMs = 0;
   private trustTimer: NodeJS.Timeout | undefined;
   private outcomeFlushPending = false;
   private linkSerial = 0;
@@ -196,7 +219,14 @@ export class AgentSession {
 
   /** Dials the coordinator. Does not wait for it to answer. */
   start(): void {
-    this.state = { kind: 'connecting', dial: this.dial(0) };
+    this.enter({ kind: 'connecting', dial: this.dial(0) });
+  }
+
+  /** The one door between states: timers the next state does not carry are cleared. */
+  private enter(next: SessionState): void {
+    const carried = new Set(timersOf(next));
+    for (const timer of timersOf(this.state)) if (!carried.has(timer)) clearTimeout(timer);
+    this.state = next;
   }
 
   /** A message from the handler thread. */
@@ -262,9 +292,9 @@ export class AgentSession {
   private onDialTimer(timer: NodeJS.Timeout): void {
     const state = this.state;
     if (state.kind === 'connecting' && state.dial.kind === 'waiting' && state.dial.timer === timer) {
-      this.state = { kind: 'connecting', dial: { kind: 'handshake', attempt: state.dial.attempt, link: this.openLink() } };
+      this.enter({ kind: 'connecting', dial: { kind: 'handshake', attempt: state.dial.attempt, link: this.openLink() } });
     } else if (state.kind === 'draining' && state.next.kind === 'waiting' && state.next.timer === timer) {
-      this.state = { ...state, next: { kind: 'handshake', attempt: state.next.attempt, link: this.openLink() } };
+      this.enter({ ...state, next: { kind: 'handshake', attempt: state.next.attempt, link: this.openLink() } });
     }
   }
 
@@ -336,24 +366,22 @@ export class AgentSession {
     switch (state.kind) {
       case 'open':
         if (state.link !== link) return;
-        this.stopHeartbeats();
-        this.state = { kind: 'connecting', dial: this.dial(1) };
+        this.enter({ kind: 'connecting', dial: this.dial(1) });
         this.disconnected(link, reason);
         return;
       case 'draining':
         if (state.link === link) {
-          this.stopHeartbeats();
-          this.state = { kind: 'connecting', dial: state.next };
+          this.enter({ kind: 'connecting', dial: state.next });
           this.disconnected(link, reason);
         } else if (state.next.kind === 'handshake' && state.next.link === link) {
           this.log('warn', { stream: link.serial, reason }, 'replacement stream failed');
-          this.state = { ...state, next: this.dial(state.next.attempt + 1) };
+          this.enter({ ...state, next: this.dial(state.next.attempt + 1) });
         }
         return;
       case 'connecting':
         if (state.dial.kind !== 'handshake' || state.dial.link !== link) return;
         this.log('warn', { stream: link.serial, attempt: state.dial.attempt + 1, reason }, 'could not connect to the coordinator');
-        this.state = { kind: 'connecting', dial: this.dial(state.dial.attempt + 1) };
+        this.enter({ kind: 'connecting', dial: this.dial(state.dial.attempt + 1) });
         return;
       case 'closed':
         return;
@@ -446,7 +474,7 @@ export class AgentSession {
   private onWelcome(link: StreamLink, welcome: WelcomeInfo): void {
     const previous = this.state;
     if (previous.kind === 'draining') this.retire(previous.link);
-    this.state = { kind: 'open', link, welcome };
+    this.enter({ kind: 'open', link, welcome, heartbeat: setInterval(() => this.beat(), welcome.heartbeatIntervalMs) });
     this.keeper.setMargin(this.config.trustMarginMs ?? defaultTrustMarginMs(welcome.leaseMs));
     this.log('info', { stream: link.serial, ...welcome, held: this.keeper.size }, 'connected to the coordinator');
     this.emit({ name: 'connected', ...welcome });
@@ -454,7 +482,6 @@ export class AgentSession {
     // Whatever was sent on an earlier stream may never have arrived.
     this.keeper.forgetOutcomeSends();
     this.flushOutcomes(link);
-    this.startHeartbeats(welcome.heartbeatIntervalMs);
   }
 
   private onAssignments(link: StreamLink, assignments: readonly Assignment[]): void {
@@ -502,13 +529,7 @@ export class AgentSession {
       this.host.post({ type: 'offer', lease: offerOf(assignment) });
     }
     if (confirm) this.beat();
-    if (released.length > 0) {
-      link.write({ kind: { case: 'release', value: { leases: released.map((r) => leaseRefOf(r.key)) } } });
-      for (const { key, reason } of released) {
-        this.log('warn', { lease: leaseId(key), reason }, 'assignment released unstarted');
-        this.emit({ name: 'released', jobId: key.jobId, generation: key.generation, reason });
-      }
-    }
+    this.giveBack(link, released, 'assignment');
     this.scheduleTrustCheck();
   }
 
@@ -543,7 +564,7 @@ export class AgentSession {
     const state = this.state;
     if (state.kind !== 'open' || state.link !== link) return;
     this.log('info', { stream: link.serial, graceMs }, 'coordinator is draining this stream: moving to a new one');
-    this.state = { kind: 'draining', link, welcome: state.welcome, next: this.dial(0) };
+    this.enter({ kind: 'draining', link, welcome: state.welcome, heartbeat: state.heartbeat, next: this.dial(0) });
   }
 
   // ---------------------------------------------------------------------------
@@ -551,9 +572,23 @@ export class AgentSession {
 
   /** Gives back a confirming lease (never offered, so the handler thread knows nothing of it). */
   private releaseUnconfirmed(lease: HeldLease, reason: string): void {
-    this.activeLink()?.write({ kind: { case: 'release', value: { leases: [leaseRefOf(lease.key)] } } });
-    this.log('warn', { lease: lease.id, reason }, 'assignment released unstarted');
-    this.emit({ name: 'released', jobId: lease.key.jobId, generation: lease.key.generation, reason });
+    this.giveBack(this.activeLink(), [{ key: lease.key, reason }], 'assignment');
+  }
+
+  /**
+   * The one way leases go back unstarted: one Release message on `link` for
+   * all of them (none when no stream is up: they then simply expire), and a
+   * log line and a `released` event for each. `assignment`: refused or never
+   * confirmed on arrival; `lease`: the handler thread gave it back.
+   */
+  private giveBack(link: StreamLink | undefined, items: ReadonlyArray<{ key: LeaseKey; reason: string }>, what: 'assignment' | 'lease'): void {
+    if (items.length === 0) return;
+    link?.write({ kind: { case: 'release', value: { leases: items.map(({ key }) => leaseRefOf(key)) } } });
+    for (const { key, reason } of items) {
+      if (what === 'assignment') this.log('warn', { lease: leaseId(key), reason }, 'assignment released unstarted');
+      else this.log('info', { lease: leaseId(key), reason }, 'lease released unstarted');
+      this.emit({ name: 'released', jobId: key.jobId, generation: key.generation, reason });
+    }
   }
 
   /** Tells the handler thread a lease is gone (it aborts the handler, reports nothing). */
@@ -570,11 +605,7 @@ export class AgentSession {
   private release(key: LeaseKey, reason: string): void {
     const lease = this.keeper.drop(key);
     if (lease === undefined) return;
-    const link = this.activeLink();
-    // If no stream is up the release is simply lost: the lease expires on its own.
-    if (link !== undefined) link.write({ kind: { case: 'release', value: { leases: [leaseRefOf(key)] } } });
-    this.log('info', { lease: lease.id, reason }, 'lease released unstarted');
-    this.emit({ name: 'released', jobId: key.jobId, generation: key.generation, reason });
+    this.giveBack(this.activeLink(), [{ key: lease.key, reason }], 'lease');
     this.afterLeaseChange();
   }
 
@@ -612,17 +643,6 @@ export class AgentSession {
   // ---------------------------------------------------------------------------
   // Heartbeats and outcomes
 
-  private startHeartbeats(intervalMs: number): void {
-    this.stopHeartbeats();
-    this.heartbeatIntervalMs = intervalMs;
-    this.heartbeatTimer = setInterval(() => this.beat(), intervalMs);
-  }
-
-  private stopHeartbeats(): void {
-    if (this.heartbeatTimer !== undefined) clearInterval(this.heartbeatTimer);
-    this.heartbeatTimer = undefined;
-  }
-
   /** One heartbeat: every held lease, then any outcome due for a re-send. */
   private beat(): void {
     const link = this.activeLink();
@@ -650,8 +670,9 @@ export class AgentSession {
    * two heartbeat intervals (duplicates are harmless: the write is fenced).
    */
   private flushOutcomes(link: StreamLink | undefined): void {
-    if (link === undefined || !link.writable) return;
-    const due = this.keeper.outcomesDue(this.now(), 2 * this.heartbeatIntervalMs);
+    const state = this.state;
+    if (link === undefined || !link.writable || (state.kind !== 'open' && state.kind !== 'draining')) return;
+    const due = this.keeper.outcomesDue(this.now(), 2 * state.welcome.heartbeatIntervalMs);
     for (let i = 0; i < due.length; i += OUTCOMES_PER_MESSAGE) {
       const outcomes = due.slice(i, i + OUTCOMES_PER_MESSAGE).flatMap((lease) =>
         lease.phase.kind === 'finished' ? [leaseOutcomeOf(lease.key, lease.phase.outcome)] : [],
@@ -683,20 +704,14 @@ export class AgentSession {
   private async shutdown(reason: string, graceful: boolean): Promise<void> {
     const state = this.state;
     if (state.kind === 'closed') return;
-    this.state = { kind: 'closed', reason };
-    this.stopHeartbeats();
+    this.enter({ kind: 'closed', reason }); // clears the heartbeat and any dial backoff
     if (this.trustTimer !== undefined) clearTimeout(this.trustTimer);
     this.trustTimer = undefined;
     if (this.work.kind === 'flushing') clearTimeout(this.work.deadline);
     const links = new Set(this.retired);
-    const dials: Dial[] = [];
     if (state.kind === 'open' || state.kind === 'draining') links.add(state.link);
-    if (state.kind === 'connecting') dials.push(state.dial);
-    if (state.kind === 'draining') dials.push(state.next);
-    for (const dial of dials) {
-      if (dial.kind === 'waiting') clearTimeout(dial.timer);
-      else links.add(dial.link);
-    }
+    const dials = state.kind === 'connecting' ? [state.dial] : state.kind === 'draining' ? [state.next] : [];
+    for (const dial of dials) if (dial.kind === 'handshake') links.add(dial.link);
     for (const link of links) {
       if (graceful && link.writable && this.isWelcomedLink(state, link)) link.end();
       else link.cancel();
