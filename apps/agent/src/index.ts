@@ -9,9 +9,9 @@
  * See README.md for configuration, allow-lists and the at-least-once contract
  * handlers must honour.
  */
-export { startAgent, type RunningAgent } from './agent';
+export { startAgent, type RunningAgent } from './runtime/agent';
 export { agentOptionsFromEnv, checkAgentOptions, ConfigError, AGENT_VERSION, type AgentOptions } from './config';
-export type { AgentEvents, AgentEventMap, AgentEventName, LeaseInfo, RunInfo } from './events';
-export type { RunResultKind } from './executor';
+export type { AgentEvents, AgentEventMap, AgentEventName, LeaseInfo, RunInfo } from './runtime/events';
+export type { RunResultKind } from './runtime/executor';
 export { parsePayload, PayloadError, TaskAbortedError, type AbortKind, type TaskContext, type TaskHandler } from './sdk';
-export type { LeaseLossReason, LeaseLossSource } from './thread-messages';
+export type { LeaseLossReason, LeaseLossSource } from './runtime/thread-messages';

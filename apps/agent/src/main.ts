@@ -8,7 +8,7 @@
  * exits 2; a crashed session thread exits 1.
  */
 import { pino, type Logger } from 'pino';
-import { startAgent, type RunningAgent } from './agent';
+import { startAgent, type RunningAgent } from './runtime/agent';
 import { agentOptionsFromEnv, type AgentOptions } from './config';
 
 export interface MainOptions {

@@ -5,7 +5,7 @@
 'use strict';
 const path = require('node:path');
 const { pino } = require('pino');
-const { startAgentWith } = require(path.join(__dirname, '..', '..', 'dist', 'agent.js'));
+const { startAgentWith } = require(path.join(__dirname, '..', '..', 'dist', 'runtime', 'agent.js'));
 
 const [thread, busyMs] = process.argv.slice(2);
 

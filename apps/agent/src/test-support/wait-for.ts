@@ -3,7 +3,7 @@
  * holds, instead of sleeping. (libs/testing has a waitFor too, but importing
  * it would pull in the database harness, which agents must never touch.)
  */
-import type { AgentEventMap, AgentEventName, AgentEvents } from '../events';
+import type { AgentEventMap, AgentEventName, AgentEvents } from '../runtime/events';
 
 export interface WaitOptions {
   readonly timeoutMs?: number;

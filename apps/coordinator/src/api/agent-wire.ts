@@ -2,7 +2,7 @@
  * The agent stream's wire messages <-> the store's types, both directions.
  * The dispatcher speaks store types only; this is the one place that knows
  * the protobuf shapes of assignments, renew statuses and outcome acks (the
- * agent has the mirror image in apps/agent/src/wire.ts).
+ * agent has the mirror image in apps/agent/src/session/wire.ts).
  *
  * Every field an agent sends is checked here, at the edge, before it can reach
  * a batch statement: a lease reference that is not well formed (a job id that

@@ -83,7 +83,7 @@ import {
   type SessionEvent,
   type ToExecutor,
   type ToSession,
-} from './thread-messages';
+} from '../runtime/thread-messages';
 import {
   ackResultOf,
   leaseKeyOf,

@@ -8,12 +8,12 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { HandlerResult, LeaseLostReason, OutcomeAckResult, type LeaseRef } from '@kairos/proto';
 import { pino } from 'pino';
-import { startAgentWith, type RunningAgent } from './agent';
-import { AGENT_VERSION, type AgentOptions } from './config';
-import { TaskAbortedError } from './sdk';
-import { ControlledTask } from './test-support/controlled-task';
-import { FakeCoordinator, type FakeCoordinatorOptions, type FakeStream } from './test-support/fake-coordinator';
-import { EventLog, waitFor } from './test-support/wait-for';
+import { startAgentWith, type RunningAgent } from '../runtime/agent';
+import { AGENT_VERSION, type AgentOptions } from '../config';
+import { TaskAbortedError } from '../sdk';
+import { ControlledTask } from '../test-support/controlled-task';
+import { FakeCoordinator, type FakeCoordinatorOptions, type FakeStream } from '../test-support/fake-coordinator';
+import { EventLog, waitFor } from '../test-support/wait-for';
 
 const cleanups: (() => Promise<void>)[] = [];
 

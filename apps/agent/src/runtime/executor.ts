@@ -27,7 +27,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { TaskAbortedError, type TaskContext, type TaskHandler } from './sdk';
+import { TaskAbortedError, type TaskContext, type TaskHandler } from '../sdk';
 import { leaseId, type LeaseOffer, type LeaseLossReason } from './thread-messages';
 
 /** Why the executor aborted a run. */

@@ -9,12 +9,12 @@
  */
 import path from 'node:path';
 import { HandlerResult } from '@kairos/proto';
-import { assertFreshBuild, runNode, type ChildRun } from './test-support/built-agent';
-import { FakeCoordinator } from './test-support/fake-coordinator';
-import { waitFor } from './test-support/wait-for';
+import { assertFreshBuild, runNode, type ChildRun } from '../test-support/built-agent';
+import { FakeCoordinator } from '../test-support/fake-coordinator';
+import { waitFor } from '../test-support/wait-for';
 
 const BUSY_MS = 700; // about three and a half heartbeat intervals of 200 ms
-const SCRIPT = path.join(__dirname, 'test-support', 'busy-agent.cjs');
+const SCRIPT = path.join(__dirname, '..', 'test-support', 'busy-agent.cjs');
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

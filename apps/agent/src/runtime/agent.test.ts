@@ -4,11 +4,11 @@
  */
 import { pino } from 'pino';
 import { startAgentWith, type RunningAgent } from './agent';
-import type { AgentOptions } from './config';
-import type { SessionConfig } from './session';
-import type { SessionChannel, SessionListeners } from './session-thread';
-import { ControlledTask } from './test-support/controlled-task';
-import { EventLog, waitFor } from './test-support/wait-for';
+import type { AgentOptions } from '../config';
+import type { SessionConfig } from '../session/session';
+import type { SessionChannel, SessionListeners } from '../session/session-thread';
+import { ControlledTask } from '../test-support/controlled-task';
+import { EventLog, waitFor } from '../test-support/wait-for';
 import type { LeaseOffer, ToSession } from './thread-messages';
 
 class ScriptedChannel implements SessionChannel {

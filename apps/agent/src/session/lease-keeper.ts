@@ -62,8 +62,8 @@
  *     the network.
  *   - A status for a lease not held (acked meanwhile, or never ours): ignored.
  */
-import type { LeaseKey, LeaseLossReason, LeaseOffer, ReportableResult } from './thread-messages';
-import { leaseId } from './thread-messages';
+import type { LeaseKey, LeaseLossReason, LeaseOffer, ReportableResult } from '../runtime/thread-messages';
+import { leaseId } from '../runtime/thread-messages';
 
 /**
  * The default safety margin: 10% of the lease, at least 200 ms. Windows are

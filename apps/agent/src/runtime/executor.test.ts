@@ -1,8 +1,8 @@
 import { pino } from 'pino';
 import { classifyRun, errorText, Executor, type RunResult } from './executor';
-import { TaskAbortedError, type TaskContext, type TaskHandler } from './sdk';
+import { TaskAbortedError, type TaskContext, type TaskHandler } from '../sdk';
 import type { LeaseOffer } from './thread-messages';
-import { waitFor } from './test-support/wait-for';
+import { waitFor } from '../test-support/wait-for';
 
 function offer(task: string, overrides: Partial<LeaseOffer> = {}): LeaseOffer {
   return {

@@ -10,8 +10,8 @@ import path from 'node:path';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import type { SessionConfig, SessionDeps } from './session';
 import { serveSession } from './session-port';
-import { batchingPoster, unbatching } from './thread-batch';
-import type { ToExecutor, ToSession } from './thread-messages';
+import { batchingPoster, unbatching } from '../runtime/thread-batch';
+import type { ToExecutor, ToSession } from '../runtime/thread-messages';
 
 export interface SessionChannel {
   post(message: ToSession): void;
@@ -32,7 +32,7 @@ export interface SessionListeners {
 export function resolveWorkerScript(): string {
   const beside = path.join(__dirname, 'session-worker.js');
   if (existsSync(beside)) return beside;
-  const built = path.join(__dirname, '..', 'dist', 'session-worker.js');
+  const built = path.join(__dirname, '..', '..', 'dist', 'session', 'session-worker.js');
   if (existsSync(built)) return built;
   throw new Error(`session worker not found at ${beside}: build the agent first (npx tsc -b apps/agent)`);
 }

@@ -17,11 +17,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { pino, type Logger } from 'pino';
-import { AGENT_VERSION, ConfigError, checkAgentOptions, registeredHandlers, type AgentOptions } from './config';
+import { AGENT_VERSION, ConfigError, checkAgentOptions, registeredHandlers, type AgentOptions } from '../config';
 import { createAgentEvents, type AgentEvents, type RunInfo } from './events';
 import { Executor, type RunResult } from './executor';
-import type { SessionConfig } from './session';
-import { startSessionInline, startSessionWorker, type SessionChannel, type SessionListeners } from './session-thread';
+import type { SessionConfig } from '../session/session';
+import { startSessionInline, startSessionWorker, type SessionChannel, type SessionListeners } from '../session/session-thread';
 import { leaseId, type LeaseKey, type LeaseOffer, type SessionEvent, type ToExecutor } from './thread-messages';
 
 export interface RunningAgent {

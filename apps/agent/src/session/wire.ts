@@ -15,7 +15,7 @@ import {
   type Welcome,
 } from '@kairos/proto';
 import type { PendingOutcome, RenewStatus } from './lease-keeper';
-import type { LeaseKey, LeaseLossReason, LeaseOffer, ReportableResult } from './thread-messages';
+import type { LeaseKey, LeaseLossReason, LeaseOffer, ReportableResult } from '../runtime/thread-messages';
 
 /** What the agent may write on the Connect stream (full messages or init objects). */
 export type AgentMessageInit = MessageInitShape<typeof AgentMessageSchema>;

@@ -5,8 +5,8 @@
  * without a build step.
  */
 import { AgentSession, type SessionConfig, type SessionDeps } from './session';
-import { batchingPoster, unbatching } from './thread-batch';
-import type { ToExecutor, ToSession } from './thread-messages';
+import { batchingPoster, unbatching } from '../runtime/thread-batch';
+import type { ToExecutor, ToSession } from '../runtime/thread-messages';
 
 /**
  * The part of `MessagePort` / `parentPort` the session needs. Messages cross
