@@ -196,13 +196,26 @@ describe('security: tokens, roles and namespaces', () => {
     }
   });
 
-  it('a revoked token stops working within the cache time', async () => {
+  it('a token revoked on one coordinator stops working on every coordinator within the cache time', async () => {
+    const second = await startCoordinatorProcess({
+      databaseUrl: db.url,
+      auth: true,
+      name: 'second-coordinator',
+      env: { KAIROS_AUTH_CACHE_MS: '300' },
+    });
     const created = await token(NS, 'reader');
-    const api = restClient(coordinator.httpUrl, created.secret);
-    expect((await api.listJobs()).status).toBe(200);
+    const onFirst = restClient(coordinator.httpUrl, created.secret);
+    const onSecond = restClient(second.httpUrl, created.secret);
+    // Both coordinators have the token cached as valid.
+    expect((await onFirst.listJobs()).status).toBe(200);
+    expect((await onSecond.listJobs()).status).toBe(200);
     expect((await admin().call('DELETE', `/tokens/${created.id}`)).status).toBe(204);
-    await waitFor(async () => (await api.listJobs()).status === 401, { timeoutMs: 10_000, description: 'revocation to take effect' });
-  });
+    await waitFor(async () => (await onFirst.listJobs()).status === 401 && (await onSecond.listJobs()).status === 401, {
+      timeoutMs: 10_000,
+      description: 'revocation to reach both coordinators',
+    });
+    await second.proc.stop();
+  }, 60_000);
 
   describe('gRPC', () => {
     const clients: KairosClient[] = [];
