@@ -1,5 +1,5 @@
 /**
- * Module boundaries (HOUSE-STYLE.md section 2). Every rule is an error: a wrong
+ * Module boundaries (docs/decisions/0004-module-boundaries.md). Every rule is an error: a wrong
  * import fails `npm run lint`, and so CI. Workspace packages are imported by name
  * (@kairos/store); dependency-cruiser follows the workspace symlink to the real
  * folder, so the rules below are written against folders.
@@ -64,7 +64,7 @@ module.exports = {
     },
     {
       name: 'apps-never-touch-the-database-driver',
-      comment: 'SQL and its drivers live in libs/store (HOUSE-STYLE section 3); apps use the store API. Tests may use pg to check rows.',
+      comment: 'SQL and its drivers live in libs/store (CONTRIBUTING.md); apps use the store API. Tests may use pg to check rows.',
       severity: 'error',
       from: { path: '^apps/', pathNot: testFile },
       to: { path: 'node_modules/(pg|pg-pool|drizzle-orm)/' },

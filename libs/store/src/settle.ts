@@ -2,7 +2,7 @@
  * What becomes of a job when an attempt ends: the one pure decision behind both
  * `complete` (an agent reported) and `reapExpired` (nobody renewed in time).
  *
- * Rules (DESIGN.md "Scheduling semantics"):
+ * Rules (docs/api.md "Recurring jobs"):
  * - success, one-off        -> COMPLETED
  * - success, recurring      -> DUE at the next occurrence computed from the
  *                              occurrence just served (never from finish time);

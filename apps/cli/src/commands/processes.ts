@@ -2,7 +2,7 @@
  * `kairos migrate | coordinator | agent | dev`: thin wiring over
  * @kairos/store, @kairos/coordinator and @kairos/agent.
  *
- * Flags mirror the environment variables of DESIGN.md ("Running it") and are
+ * Flags mirror the environment variables in docs/operations.md and are
  * handed to the packages' `…OptionsFromEnv(env, overrides)` as overrides, which
  * win over the environment. A configuration those functions reject is a usage
  * error (exit code 2).

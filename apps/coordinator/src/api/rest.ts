@@ -1,5 +1,5 @@
 /**
- * The JSON REST API (DESIGN.md's table), on fastify. Handlers parse, call
+ * The JSON REST API (docs/api.md), on fastify. Handlers parse, call
  * job-commands and render; every error goes through errors.ts.
  *
  * Every route but the probes and /metrics authenticates the caller first
