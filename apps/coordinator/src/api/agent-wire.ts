@@ -28,12 +28,11 @@ export type WireLease = { kind: 'ok'; ref: LeaseRef } | { kind: 'malformed'; job
 
 const MAX_GENERATION = BigInt(Number.MAX_SAFE_INTEGER);
 
-export function leaseFromWire(lease: WireLeaseRef): WireLease {
-  const generation = lease.leaseGeneration;
-  if (!isJobId(lease.jobId) || generation < 1n || generation > MAX_GENERATION) {
-    return { kind: 'malformed', jobId: lease.jobId.slice(0, 64), leaseGeneration: generation };
+export function leaseFromWire({ jobId, leaseGeneration }: Pick<WireLeaseRef, 'jobId' | 'leaseGeneration'>): WireLease {
+  if (!isJobId(jobId) || leaseGeneration < 1n || leaseGeneration > MAX_GENERATION) {
+    return { kind: 'malformed', jobId: jobId.slice(0, 64), leaseGeneration };
   }
-  return { kind: 'ok', ref: { jobId: lease.jobId.toLowerCase(), leaseGeneration: Number(generation) } };
+  return { kind: 'ok', ref: { jobId: jobId.toLowerCase(), leaseGeneration: Number(leaseGeneration) } };
 }
 
 export type CompletionWithoutHolder = Omit<CompletionReport, 'owner' | 'tokenId'>;
@@ -51,7 +50,7 @@ const RESULT_TO_OUTCOME: Record<HandlerResult, CompletionReport['outcome'] | und
 };
 
 export function outcomeFromWire(outcome: LeaseOutcome): WireOutcome {
-  const lease = leaseFromWire({ jobId: outcome.jobId, leaseGeneration: outcome.leaseGeneration } as WireLeaseRef);
+  const lease = leaseFromWire(outcome);
   if (lease.kind === 'malformed') return lease;
   return {
     kind: 'ok',

@@ -12,14 +12,6 @@ import { ValidationError } from './validation';
 
 type Impl = GrpcServiceImplementation<ServiceMethods<typeof TokenService>>;
 
-const ROLE_NAMES: Record<number, TokenView['role'] | undefined> = {
-  [TokenRole.UNSPECIFIED]: undefined,
-  [TokenRole.READER]: 'reader',
-  [TokenRole.WRITER]: 'writer',
-  [TokenRole.ADMIN]: 'admin',
-  [TokenRole.AGENT]: 'agent',
-};
-
 const ROLE_VALUES: Record<TokenView['role'], TokenRole> = {
   reader: TokenRole.READER,
   writer: TokenRole.WRITER,
@@ -27,12 +19,19 @@ const ROLE_VALUES: Record<TokenView['role'], TokenRole> = {
   agent: TokenRole.AGENT,
 };
 
+/** The role a wire value names; undefined for UNSPECIFIED (refused as missing) and unknown values. */
+function roleName(value: TokenRole): TokenView['role'] | undefined {
+  return (Object.keys(ROLE_VALUES) as Array<TokenView['role']>).find((name) => ROLE_VALUES[name] === value);
+}
+
 export function tokenServiceImplementation(deps: { tokens: TokenCommands; auth: Authenticator; logger: Logger }): Impl {
   const unary = unaryHandlers(deps.auth, deps.logger);
   return {
     createToken: unary('admin', async (req, namespace) => {
-      if (!(req.role in ROLE_NAMES)) throw new ValidationError('role', `role ${req.role} is not a TokenRole value`);
-      const role = ROLE_NAMES[req.role];
+      const role = roleName(req.role);
+      if (role === undefined && req.role !== TokenRole.UNSPECIFIED) {
+        throw new ValidationError('role', `role ${req.role} is not a TokenRole value`);
+      }
       const body: Record<string, unknown> = {};
       if (role !== undefined) body.role = role;
       if (req.name) body.name = req.name;

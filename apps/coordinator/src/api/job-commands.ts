@@ -5,7 +5,7 @@
  */
 import type { JobRecord, RunRecord, Store } from '@kairos/store';
 import { ApiError } from './errors';
-import { parseCreateJob, parseJobId, parseListJobs } from './validation';
+import { parseCreateJob, parseId, parseListJobs } from './validation';
 
 export interface JobView {
   jobId: string;
@@ -59,7 +59,7 @@ export interface JobCommands {
 /** `onJobsDue` pokes the local dispatcher when a change may have made a job due sooner. */
 export function jobCommands(store: Store, onJobsDue: () => void): JobCommands {
   async function mustGet(namespace: string, jobId: string): Promise<JobView> {
-    const job = await store.jobs.get(namespace, parseJobId(jobId));
+    const job = await store.jobs.get(namespace, parseId(jobId));
     if (!job) throw notFound(jobId);
     return jobView(job);
   }
@@ -69,7 +69,7 @@ export function jobCommands(store: Store, onJobsDue: () => void): JobCommands {
     jobId: string,
     verb: 'pause' | 'resume' | 'trigger',
   ): Promise<JobView> {
-    const result = await store.lease[verb](namespace, parseJobId(jobId));
+    const result = await store.lease[verb](namespace, parseId(jobId));
     switch (result.kind) {
       case 'done':
         if (verb !== 'pause') onJobsDue();
@@ -118,7 +118,7 @@ export function jobCommands(store: Store, onJobsDue: () => void): JobCommands {
       return { jobs: page.jobs.map(jobView), nextCursor: page.nextAfter };
     },
     async cancel(namespace, jobId) {
-      const result = await store.lease.cancel(namespace, parseJobId(jobId));
+      const result = await store.lease.cancel(namespace, parseId(jobId));
       switch (result.kind) {
         case 'cancelled':
         case 'already-cancelled':
@@ -153,7 +153,7 @@ export function jobCommands(store: Store, onJobsDue: () => void): JobCommands {
       const limit = options.limit ?? 1000;
       const after = options.cursor !== undefined ? Number(options.cursor) : 0;
       if (!Number.isInteger(after) || after < 0) throw new ApiError('invalid_argument', 'cursor is not valid', 'cursor');
-      const runs = await store.runs.list(namespace, parseJobId(jobId), { limit: limit + 1, afterRunId: after });
+      const runs = await store.runs.list(namespace, parseId(jobId), { limit: limit + 1, afterRunId: after });
       if (runs === null) throw notFound(jobId);
       const page = runs.slice(0, limit);
       return { runs: page.map(runView), nextCursor: runs.length > limit ? String(page[page.length - 1]!.runId) : null };

@@ -1,7 +1,7 @@
 /**
  * What PostgreSQL's jsonb/text and the gRPC encoding of a payload cannot
  * hold, checked before anything else touches a request: nesting deeper than
- * MAX_JSON_DEPTH (google.protobuf.Struct encodes every JSON level as two
+ * MAX_PAYLOAD_DEPTH (google.protobuf.Struct encodes every JSON level as two
  * messages, and deep values also overflow recursive code), the NUL character
  * (jsonb and text refuse it) and lone UTF-16 surrogates (not Unicode; jsonb
  * refuses their escapes). The walk is iterative, so a hostile depth cannot
@@ -16,18 +16,23 @@ interface Frame {
   depth: number;
 }
 
-/** What is wrong, and where: `field` is a dotted path from the root (e.g. `payload.items.3.name`). */
+/** What is wrong, and where: `field` is a dotted path from a request field (e.g. `payload.items.3.name`). */
 export interface JsonProblem {
   field: string;
   message: string;
 }
 
 /**
- * The first offending place in `value`, or undefined when there is none.
- * `maxDepth` counts containers from `value` itself.
+ * The first offending place among a request's fields, or undefined when there
+ * is none. Each field's value counts as level 1 of its own nesting.
  */
-export function findJsonProblem(value: unknown, root: string, maxDepth: number): JsonProblem | undefined {
-  const stack: Frame[] = [{ value, path: root, depth: 0 }];
+export function findJsonProblem(fields: Record<string, unknown>, maxDepth: number): JsonProblem | undefined {
+  const stack: Frame[] = [];
+  for (const [key, value] of Object.entries(fields)) {
+    const problem = textProblem(key, key, 'key');
+    if (problem) return problem;
+    stack.push({ value, path: key, depth: 0 });
+  }
   while (stack.length > 0) {
     const { value: current, path, depth } = stack.pop()!;
     if (typeof current === 'string') {
@@ -37,13 +42,14 @@ export function findJsonProblem(value: unknown, root: string, maxDepth: number):
     }
     if (current === null || typeof current !== 'object') continue;
     if (depth + 1 > maxDepth) {
-      const head = path.split('.')[0] ?? path;
-      return { field: head, message: `${head} nests deeper than ${maxDepth - (root === 'body' ? 1 : 0)} levels of objects and arrays` };
+      const field = path.split('.')[0]!;
+      return { field, message: `${field} nests deeper than ${maxDepth} levels of objects and arrays` };
     }
-    const entries = Array.isArray(current) ? current.map((item, index) => [String(index), item] as const) : Object.entries(current);
+    const isArray = Array.isArray(current);
+    const entries = isArray ? current.map((item, index) => [String(index), item] as const) : Object.entries(current);
     for (const [key, item] of entries) {
-      const at = path === 'body' ? key : `${path}.${key}`;
-      const problem = Array.isArray(current) ? undefined : textProblem(key, at, 'key');
+      const at = `${path}.${key}`;
+      const problem = isArray ? undefined : textProblem(key, at, 'key');
       if (problem) return problem;
       stack.push({ value: item, path: at, depth: depth + 1 });
     }

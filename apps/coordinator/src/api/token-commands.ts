@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { TOKEN_ROLES, type Store, type TokenRecord, type TokenRole } from '@kairos/store';
 import { ApiError } from './errors';
-import { ValidationError, fromZod, parseJobId } from './validation';
+import { ValidationError, fromZod, parseId } from './validation';
 
 export interface TokenView {
   id: string;
@@ -64,7 +64,7 @@ export function tokenCommands(store: Store): TokenCommands {
       return (await store.tokens.list({ namespace })).map(tokenView);
     },
     async revoke(namespace, tokenId) {
-      const result = await store.tokens.revoke(parseJobId(tokenId, 'tokenId'), { namespace });
+      const result = await store.tokens.revoke(parseId(tokenId, 'tokenId'), { namespace });
       if (result.kind === 'not-found') throw new ApiError('not_found', `token ${tokenId} not found`);
     },
   };

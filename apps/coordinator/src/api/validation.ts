@@ -97,7 +97,7 @@ export function parseCreateJob(body: unknown): CreateJobInput {
     throw new ValidationError('body', 'request body must be a JSON object');
   }
   // First, before any recursive code sees it: depth, NUL, lone surrogates.
-  const unsafe = findJsonProblem(body, 'body', MAX_PAYLOAD_DEPTH + 1);
+  const unsafe = findJsonProblem(body as Record<string, unknown>, MAX_PAYLOAD_DEPTH);
   if (unsafe) throw new ValidationError(unsafe.field, unsafe.message);
   const parsed = createJobSchema.safeParse(body);
   if (!parsed.success) throw fromZod(parsed.error, body);
@@ -208,11 +208,11 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
 }
 
 /**
- * A job id from a path or request field: empty or not a UUID is a bad
+ * A job or token id (a UUID) from a path or request field: empty or not a UUID is a bad
  * request naming `field`; a well-formed id that does not exist (or is in
  * another namespace) is the caller's 404.
  */
-export function parseJobId(value: string, field: 'jobId' | 'tokenId' = 'jobId'): string {
+export function parseId(value: string, field: 'jobId' | 'tokenId' = 'jobId'): string {
   if (value === '') throw new ValidationError(field, `${field} is required`);
   if (!isJobId(value)) throw new ValidationError(field, `${field} must be a UUID such as 0190a3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d`);
   return value.toLowerCase();

@@ -23,8 +23,8 @@ type Need = 'read' | 'write' | 'admin';
 const NS = 'alpha';
 const OTHER_NS = 'beta';
 
-/** What a caller gets from an endpoint needing `need`, on a job (or token) of namespace alpha. */
-function expectedRest(caller: Caller, need: Need, ok: number, scoped: boolean): number {
+/** What a caller gets (as an HTTP status; gRPC maps it) from a call needing `need`, on a job (or token) of namespace alpha. */
+function expectedStatus(caller: Caller, need: Need, ok: number, scoped: boolean): number {
   switch (caller) {
     case 'none':
     case 'garbage':
@@ -131,7 +131,7 @@ describe('security: tokens, roles and namespaces', () => {
     it.each(callers)('as %s', async (caller) => {
       const jobId = await alphaJob();
       const victimToken = await token(NS, 'reader');
-      const expected = expectedRest(caller, endpoint.need, endpoint.ok, endpoint.scoped);
+      const expected = expectedStatus(caller, endpoint.need, endpoint.ok, endpoint.scoped);
       const before = await snapshot();
       const response = await endpoint.call(restClient(coordinator.httpUrl, secrets[caller]), jobId, victimToken.id);
       expect({ caller, status: response.status }).toEqual({ caller, status: expected });
@@ -246,7 +246,7 @@ describe('security: tokens, roles and namespaces', () => {
       it.each(callers)('as %s', async (caller) => {
         const jobId = await alphaJob();
         const victimToken = await token(NS, 'reader');
-        const expected = expectedRest(caller, rpc.need, 200, rpc.scoped);
+        const expected = expectedStatus(caller, rpc.need, 200, rpc.scoped);
         const before = await snapshot();
         const outcome = await rpc.call(client(caller), jobId, victimToken.id).then(
           () => 'ok',

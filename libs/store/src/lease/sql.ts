@@ -4,7 +4,7 @@
  * read that says why a lease was refused, and transactions.
  */
 import type { Pool, PoolClient } from 'pg';
-import { isJobId, isWellFormed, type HeldLeaseRef, type LeaseRef } from './refs';
+import { isWellFormed, type HeldLeaseRef, type LeaseRef } from './refs';
 
 export const NOW = (param: number) => `coalesce($${param}::timestamptz, now())`;
 /**
@@ -49,7 +49,7 @@ export function holderArrays(leases: readonly HeldLeaseRef[]): [string[], number
     leases.map((lease) => lease.jobId),
     leases.map((lease) => lease.leaseGeneration),
     leases.map((lease) => lease.owner),
-    leases.map((lease) => (lease.tokenId !== null && isJobId(lease.tokenId) ? lease.tokenId : null)),
+    leases.map((lease) => lease.tokenId),
   ];
 }
 
