@@ -29,6 +29,10 @@ CREATE TABLE jobs (
   created_at timestamp with time zone DEFAULT now() NOT NULL,
   updated_at timestamp with time zone DEFAULT now() NOT NULL,
   lease_token uuid,
+  abort_requested_at timestamp with time zone,
+  abort_requested_by text,
+  abort_stop_schedule boolean DEFAULT false NOT NULL,
+  CONSTRAINT jobs_abort_only_while_claimed CHECK (((abort_requested_at IS NULL) OR (state = 'CLAIMED'::kairos_job_state))),
   CONSTRAINT jobs_attempts_positive CHECK (((max_attempts >= 1) AND (attempt >= 0))),
   CONSTRAINT jobs_claimed_has_lease CHECK (((state <> 'CLAIMED'::kairos_job_state) OR ((lease_until IS NOT NULL) AND (lease_owner IS NOT NULL) AND (lease_generation > 0)))),
   CONSTRAINT jobs_due_has_next_run CHECK (((state <> 'DUE'::kairos_job_state) OR ((next_run_at IS NOT NULL) AND (occurrence_at IS NOT NULL)))),
@@ -61,6 +65,7 @@ CREATE TABLE runs (
   finished_at timestamp with time zone,
   outcome kairos_run_outcome NOT NULL,
   error text,
+  aborted_by text,
   CONSTRAINT runs_finished_unless_running CHECK (((outcome = 'RUNNING'::kairos_run_outcome) = (finished_at IS NULL))),
   CONSTRAINT runs_generation_matches_outcome CHECK (((lease_generation IS NULL) = (outcome = 'SKIPPED'::kairos_run_outcome))),
   CONSTRAINT runs_pkey PRIMARY KEY (id)

@@ -15,6 +15,8 @@
  *   KAIROS_EXEC_ALLOW         comma list of absolute paths    (empty: exec disabled)
  *   KAIROS_EXEC_CWD_ROOT      folder exec payloads' cwd is in (none: payloads may not set cwd)
  *   KAIROS_DRAIN_GRACE_MS     SIGTERM grace for running jobs  30000
+ *   KAIROS_ABORT_GRACE_MS     an aborted run's time to stop   10000
+ *   KAIROS_EXEC_KILL_GRACE_MS exec: SIGTERM to SIGKILL        5000
  *   KAIROS_TRUST_MARGIN_MS    self-fence safety margin        max(200, 10% of the lease)
  *
  * An empty variable counts as unset. A bad value is an Error naming the
@@ -56,6 +58,15 @@ export interface AgentOptions {
   execCwdRoot?: string;
   /** KAIROS_DRAIN_GRACE_MS, default 30000. */
   drainGraceMs: number;
+  /**
+   * KAIROS_ABORT_GRACE_MS, default 10000: how long a handler an operator
+   * aborted has to stop before the run is reported CANCELLED anyway. Keep it
+   * under the coordinator's KAIROS_ABORT_GRACE_MS (30 s), past which the
+   * lease is no longer extended.
+   */
+  abortGraceMs?: number | undefined;
+  /** KAIROS_EXEC_KILL_GRACE_MS, default 5000: an aborted exec child's time between SIGTERM and SIGKILL. */
+  execKillGraceMs?: number | undefined;
   /** KAIROS_TRUST_MARGIN_MS; default max(200, 10% of lease_ms). */
   trustMarginMs?: number;
   logger?: Logger;
@@ -113,6 +124,8 @@ const envSchema = z.object({
     .default([]),
   KAIROS_EXEC_CWD_ROOT: z.string().trim().min(1).optional(),
   KAIROS_DRAIN_GRACE_MS: intString(0, 24 * 3600 * 1000).default(30_000),
+  KAIROS_ABORT_GRACE_MS: intString(0, 3600 * 1000).optional(),
+  KAIROS_EXEC_KILL_GRACE_MS: intString(0, 3600 * 1000).optional(),
   KAIROS_TRUST_MARGIN_MS: intString(0, 3600 * 1000).optional(),
 });
 
@@ -134,6 +147,8 @@ const optionsSchema = z.object({
   execAllow: z.array(z.string().min(1).refine((program) => isAbsolute(program), 'entries must be absolute paths (e.g. /usr/bin/backup)')),
   execCwdRoot: z.string().min(1).refine((root) => isAbsolute(root), 'must be an absolute path').optional(),
   drainGraceMs: z.number().int().min(0),
+  abortGraceMs: z.number().int().min(0).optional(),
+  execKillGraceMs: z.number().int().min(0).optional(),
   trustMarginMs: z.number().int().min(0).optional(),
   logger: z.custom<Logger>((value) => typeof value === 'object' && value !== null).optional(),
 });
@@ -150,11 +165,15 @@ const ENV_NAMES: Partial<Record<keyof AgentOptions, string>> = {
   execAllow: 'KAIROS_EXEC_ALLOW',
   execCwdRoot: 'KAIROS_EXEC_CWD_ROOT',
   drainGraceMs: 'KAIROS_DRAIN_GRACE_MS',
+  abortGraceMs: 'KAIROS_ABORT_GRACE_MS',
+  execKillGraceMs: 'KAIROS_EXEC_KILL_GRACE_MS',
   trustMarginMs: 'KAIROS_TRUST_MARGIN_MS',
 };
 
 /** Every handler the agent would register: built-ins for its allow-lists, then custom ones. */
-export function registeredHandlers(options: Pick<AgentOptions, 'handlers' | 'httpAllowHosts' | 'execAllow' | 'execCwdRoot'>): Record<string, TaskHandler> {
+export function registeredHandlers(
+  options: Pick<AgentOptions, 'handlers' | 'httpAllowHosts' | 'execAllow' | 'execCwdRoot' | 'execKillGraceMs'>,
+): Record<string, TaskHandler> {
   return { ...builtinHandlers(options), ...(options.handlers ?? {}) };
 }
 
@@ -188,6 +207,8 @@ export function agentOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, overri
     ...tlsFromEnv(fromEnv),
     ...(fromEnv.KAIROS_EXEC_CWD_ROOT === undefined ? {} : { execCwdRoot: fromEnv.KAIROS_EXEC_CWD_ROOT }),
     ...(fromEnv.KAIROS_TRUST_MARGIN_MS === undefined ? {} : { trustMarginMs: fromEnv.KAIROS_TRUST_MARGIN_MS }),
+    ...(fromEnv.KAIROS_ABORT_GRACE_MS === undefined ? {} : { abortGraceMs: fromEnv.KAIROS_ABORT_GRACE_MS }),
+    ...(fromEnv.KAIROS_EXEC_KILL_GRACE_MS === undefined ? {} : { execKillGraceMs: fromEnv.KAIROS_EXEC_KILL_GRACE_MS }),
     ...defined,
   };
   if (base.execAllow.some((program) => !isAbsolute(program))) {

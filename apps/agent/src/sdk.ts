@@ -19,8 +19,9 @@ import type { output, ZodType } from 'zod';
 /** Everything a handler learns about its run besides the payload. */
 export interface TaskContext {
   /**
-   * Aborted when the run must stop: its timeout passed, the lease was lost or
-   * revoked, the agent's drain grace ran out, or the agent was closed.
+   * Aborted when the run must stop: its timeout passed, an operator aborted
+   * it, the lease was lost or revoked, the agent's drain grace ran out, or
+   * the agent was closed.
    * `signal.reason` is a TaskAbortedError saying which.
    */
   signal: AbortSignal;
@@ -47,7 +48,7 @@ export interface TaskContext {
 export type TaskHandler = (payload: Record<string, unknown>, ctx: TaskContext) => Promise<unknown>;
 
 /** Why a run's signal was aborted. */
-export type AbortKind = 'timeout' | 'lease-lost' | 'drain-grace' | 'closed';
+export type AbortKind = 'timeout' | 'aborted' | 'lease-lost' | 'drain-grace' | 'closed';
 
 /** The `reason` of an aborted `ctx.signal`. */
 export class TaskAbortedError extends Error {

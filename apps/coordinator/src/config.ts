@@ -35,6 +35,7 @@ const schema = z
     KAIROS_AGENT_SILENCE_LIMIT_MS: positiveMs.optional(),
     KAIROS_AGENT_QUARANTINE_MS: positiveMs.default(30_000),
     KAIROS_AGENT_QUARANTINE_MAX_MS: positiveMs.default(600_000),
+    KAIROS_ABORT_GRACE_MS: positiveMs.max(3_600_000).default(30_000),
     KAIROS_TLS_CERT: z.string().min(1).optional(),
     KAIROS_TLS_KEY: z.string().min(1).optional(),
     KAIROS_TLS_CLIENT_CA: z.string().min(1).optional(),
@@ -95,6 +96,12 @@ export interface CoordinatorOptions {
    * paused for a while and comes back to report.
    */
   agentSilenceLimitMs: number;
+  /**
+   * How long the holder of an aborted run keeps its lease to stop the handler
+   * and report (renewals extend it no further); default 30 s, above the
+   * agent's own wait for a handler to stop.
+   */
+  abortGraceMs: number;
   /** First quarantine of an agent that takes leases and never renews them; doubles each time. */
   agentQuarantineMs: number;
   /** Longest quarantine. */
@@ -164,6 +171,7 @@ export function coordinatorOptionsFromEnv(
     agentHelloTimeoutMs: e.KAIROS_AGENT_HELLO_TIMEOUT_MS,
     agentSilenceLimitMs: e.KAIROS_AGENT_SILENCE_LIMIT_MS ?? Math.max(3 * leaseMs, 30_000),
     agentQuarantineMs: e.KAIROS_AGENT_QUARANTINE_MS,
+    abortGraceMs: e.KAIROS_ABORT_GRACE_MS,
     agentQuarantineMaxMs: Math.max(e.KAIROS_AGENT_QUARANTINE_MAX_MS, e.KAIROS_AGENT_QUARANTINE_MS),
     ...tlsFiles(e),
     limits: {

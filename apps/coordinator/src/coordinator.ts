@@ -101,7 +101,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
       dispatcher.forgetExpired(expired);
     },
   });
-  const commands = jobCommands(store, () => dispatcher.wake());
+  const commands = jobCommands(store, () => dispatcher.wake(), () => metrics.abortsRequested.inc());
   const tokens = tokenCommands(store);
   const auth = createAuthenticator({
     lookup: (secret) => store.tokens.authenticate(secret),
@@ -162,9 +162,10 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
   const httpAddress = rest.server.address();
   const httpPort = typeof httpAddress === 'object' && httpAddress ? httpAddress.port : options.httpPort;
 
-  const listener = store.onJobsDue(() => dispatcher.wake(), {
-    onReconnected: () => log.child({ component: 'listen' }).info('listening for due jobs again'),
-  });
+  const listener = store.listen(
+    { onDue: () => dispatcher.wake(), onAbort: (lease) => dispatcher.revokeAborted(lease) },
+    { onReconnected: () => log.child({ component: 'listen' }).info('listening for due jobs and aborts again') },
+  );
   dispatcher.start();
   reaper.start();
   const insecureWarning = options.insecure ? warnInsecure(log) : undefined;

@@ -21,6 +21,8 @@ export interface Metrics {
   /** Read at scrape time for kairos_agents_quarantined (the dispatcher sets it). */
   countQuarantined: () => number;
   authFailures: Counter;
+  abortsRequested: Counter;
+  abortRevokes: Counter;
 }
 
 export function createMetrics(countDueNextMinute: () => Promise<number>): Metrics {
@@ -84,6 +86,16 @@ export function createMetrics(countDueNextMinute: () => Promise<number>): Metric
     authFailures: new Counter({
       name: 'kairos_auth_failures_total',
       help: 'Calls and agent streams refused for a missing or invalid token (unauthenticated), both transports',
+      registers: [registry],
+    }),
+    abortsRequested: new Counter({
+      name: 'kairos_aborts_requested_total',
+      help: 'Running runs an operator asked to abort (POST /jobs/{id}/abort, AbortRun), through this coordinator',
+      registers: [registry],
+    }),
+    abortRevokes: new Counter({
+      name: 'kairos_abort_revokes_total',
+      help: 'Revokes (reason cancelled) this coordinator sent to the agents holding aborted runs',
       registers: [registry],
     }),
   };

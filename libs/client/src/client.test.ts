@@ -85,6 +85,7 @@ describe('createKairosClient against a JobService on loopback', () => {
       misfirePolicy: 'skip',
       idempotencyKey: 'report-1',
       leaseGeneration: 7,
+      abort: null,
       createdAt: new Date('2030-01-01T00:00:00Z'),
       updatedAt: new Date('2030-01-01T00:00:05Z'),
     });
@@ -143,6 +144,20 @@ describe('createKairosClient against a JobService on loopback', () => {
     expect(server.lastRequest('triggerJob').jobId).toBe('d');
   });
 
+  it('aborts a run, passing stopSchedule, and refuses a non-boolean stopSchedule before sending', async () => {
+    const { server, client } = await start();
+    expect(await client.abortRun('e', { stopSchedule: true })).toEqual({
+      runId: '42',
+      leaseGeneration: 8,
+      agentId: 'agent-b',
+      requestedBy: 'oncall (token t-1)',
+      stopSchedule: true,
+    });
+    expect(server.lastRequest('abortRun')).toMatchObject({ jobId: 'e', stopSchedule: true });
+    expect((await client.abortRun('f')).stopSchedule).toBe(false);
+    await expect(client.abortRun('g', { stopSchedule: 'yes' as never })).rejects.toMatchObject({ code: 'invalid-argument', field: 'stopSchedule' });
+  });
+
   it('lists runs with paging', async () => {
     const { server, client } = await start();
     const page = await client.listRuns('job-1', { limit: 2, cursor: 'c' });
@@ -160,6 +175,7 @@ describe('createKairosClient against a JobService on loopback', () => {
         outcome: 'FAILED',
         workerId: 'agent-a',
         error: 'HTTP 503',
+        abortedBy: null,
       },
       {
         runId: '42',
@@ -172,6 +188,7 @@ describe('createKairosClient against a JobService on loopback', () => {
         outcome: 'RUNNING',
         workerId: 'agent-b',
         error: null,
+        abortedBy: null,
       },
     ]);
   });

@@ -12,6 +12,7 @@
  */
 import { Metadata, type CallOptions, type ServiceError } from '@grpc/grpc-js';
 import {
+  type AbortRunResponse,
   createGrpcClient,
   JobService,
   TokenService,
@@ -36,6 +37,8 @@ import {
   jobFromWire,
   listJobsFilter,
   requiredJob,
+  type AbortedRun,
+  type AbortRunOptions,
   type CreateJobInput,
   type CreateJobResult,
   type Job,
@@ -44,7 +47,7 @@ import {
 } from './jobs';
 import { runFromWire, type ListRunsOptions, type RunPage } from './runs';
 import { createTokenRequest, tokenFromWire, type CreatedToken, type CreateTokenInput, type Token } from './tokens';
-import { textOrNull } from './wire-values';
+import { counter, textOrNull } from './wire-values';
 
 export interface KairosClientOptions {
   /** Coordinator gRPC address, `host:port` (e.g. `127.0.0.1:50051`). */
@@ -63,8 +66,15 @@ export interface KairosClient {
   getJob(jobId: string): Promise<Job>;
   /** One page of jobs, oldest first. */
   listJobs(options?: ListJobsOptions): Promise<JobPage>;
-  /** Cancels a DUE or PAUSED job (again: no-op); `failed-precondition` when CLAIMED or finished. */
+  /** Cancels a DUE or PAUSED job (again: no-op); `failed-precondition` when CLAIMED (use abortRun) or finished. */
   cancelJob(jobId: string): Promise<void>;
+  /**
+   * Stops the run of a CLAIMED job: answers once the agent has been asked;
+   * the run then ends CANCELLED (follow it in listRuns). One-off jobs end
+   * CANCELLED; recurring ones go on to their next occurrence unless
+   * `stopSchedule`. `failed-precondition` when nothing is running.
+   */
+  abortRun(jobId: string, options?: AbortRunOptions): Promise<AbortedRun>;
   /** DUE → PAUSED; returns the job after the call. */
   pauseJob(jobId: string): Promise<Job>;
   /** PAUSED → DUE (missed occurrences follow the misfire policy); returns the job. */
@@ -139,6 +149,20 @@ export function createKairosClient(options: KairosClientOptions): KairosClient {
     async cancelJob(jobId) {
       const request = { jobId: requireJobId(jobId) };
       await unary<CancelJobResponse>('CancelJob', (md, opts, cb) => grpcClient.cancelJob(request, md, opts, cb));
+    },
+    async abortRun(jobId, abortOptions = {}) {
+      if (abortOptions.stopSchedule !== undefined && typeof abortOptions.stopSchedule !== 'boolean') {
+        throw new KairosError(KairosErrorCode.InvalidArgument, 'stopSchedule must be a boolean', { field: 'stopSchedule' });
+      }
+      const request = { jobId: requireJobId(jobId), stopSchedule: abortOptions.stopSchedule ?? false };
+      const response = await unary<AbortRunResponse>('AbortRun', (md, opts, cb) => grpcClient.abortRun(request, md, opts, cb));
+      return {
+        runId: response.runId,
+        leaseGeneration: counter(response.leaseGeneration),
+        agentId: textOrNull(response.agentId),
+        requestedBy: textOrNull(response.requestedBy),
+        stopSchedule: response.stopSchedule,
+      };
     },
     async pauseJob(jobId) {
       const request = { jobId: requireJobId(jobId) };

@@ -15,6 +15,8 @@ export { KairosError, KairosErrorCode, FIELD_METADATA_KEY, type KairosErrorOptio
 export {
   JOB_STATES,
   MISFIRE_POLICIES,
+  type AbortedRun,
+  type AbortRunOptions,
   type CreateJobInput,
   type CreateJobResult,
   type Job,

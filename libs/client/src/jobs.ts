@@ -97,8 +97,28 @@ export interface Job {
   idempotencyKey: string | null;
   /** Fencing token of the most recent lease; 0 if never claimed. */
   leaseGeneration: number;
+  /** An abort of the running run in progress (abortRun), until the run has ended; null otherwise. */
+  abort: { requestedAt: Date | null; requestedBy: string | null; stopSchedule: boolean } | null;
   createdAt: Date | null;
   updatedAt: Date | null;
+}
+
+/** What abortRun answers: the run being stopped (it ends CANCELLED once the agent confirms; follow it in listRuns). */
+export interface AbortedRun {
+  runId: string;
+  /** The fencing token of that run. */
+  leaseGeneration: number;
+  /** The agent asked to stop it. */
+  agentId: string | null;
+  /** Who asked first (an abort asked twice keeps the first caller). */
+  requestedBy: string | null;
+  /** Whether a recurring job ends with the run instead of going on to its next occurrence. */
+  stopSchedule: boolean;
+}
+
+export interface AbortRunOptions {
+  /** Recurring jobs: end the schedule too (the job becomes CANCELLED). Default false. */
+  stopSchedule?: boolean;
 }
 
 export interface ListJobsOptions {
@@ -197,6 +217,10 @@ export function jobFromWire(job: WireJob): Job {
     misfirePolicy: job.misfirePolicy === WireMisfirePolicy.SKIP ? 'skip' : 'fire-once',
     idempotencyKey: textOrNull(job.idempotencyKey),
     leaseGeneration: counter(job.leaseGeneration),
+    abort:
+      job.abort === undefined
+        ? null
+        : { requestedAt: dateOrNull(job.abort.requestedAt), requestedBy: textOrNull(job.abort.requestedBy), stopSchedule: job.abort.stopSchedule },
     createdAt: dateOrNull(job.createdAt),
     updatedAt: dateOrNull(job.updatedAt),
   };

@@ -37,6 +37,8 @@ export interface Run {
   workerId: string | null;
   /** Failure message; null on success. */
   error: string | null;
+  /** Who aborted the run (abortRun): a token's name and id; null when nobody did. */
+  abortedBy: string | null;
 }
 
 export interface ListRunsOptions {
@@ -74,5 +76,6 @@ export function runFromWire(run: WireRun): Run {
     outcome: OUTCOME_FROM_WIRE[run.outcome] ?? 'UNSPECIFIED',
     workerId: textOrNull(run.workerId),
     error: textOrNull(run.error),
+    abortedBy: textOrNull(run.abortedBy),
   };
 }

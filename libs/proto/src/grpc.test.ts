@@ -131,6 +131,7 @@ describe('JobService over loopback', () => {
         callback({ code: grpc.status.FAILED_PRECONDITION, details: 'job is claimed' });
       },
       listJobs: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED }),
+      abortRun: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED }),
       pauseJob: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED }),
       resumeJob: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED }),
       triggerJob: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED }),

@@ -13,12 +13,15 @@ export type {
   CompleteResult,
   ReleaseResult,
   CancelResult,
+  AbortRequestInput,
+  AbortResult,
   ControlResult,
   ReapResult,
   LeaseStatements,
 } from './lease';
-export { isJobId, MAX_ERROR_CHARS, CLAIM_SQL, leaseStatements } from './lease';
+export { isJobId, MAX_ERROR_CHARS, CLAIM_SQL, DEFAULT_ABORT_GRACE_MS, leaseStatements } from './lease';
 export type { AttemptOutcome, RetryPolicy } from './settle';
+export { ABORT_CHANNEL, type ChangeHandlers, type ChangeListener } from './notifications';
 export { migrate, loadMigrations, MIGRATIONS_DIR } from './migrate';
 export { startEmbeddedPostgres, freePort, type EmbeddedPostgres, type EmbeddedPostgresOptions } from './embedded';
 export { StoreUnavailableError, StoreInvariantError, isConnectionError } from './pg-errors';

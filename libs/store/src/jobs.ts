@@ -38,6 +38,8 @@ export interface JobRecord {
   timeoutMs: number | null;
   misfirePolicy: MisfirePolicy;
   idempotencyKey: string | null;
+  /** An abort of the running run that has not settled yet (POST /jobs/{id}/abort); null otherwise. */
+  abort: { requestedAt: Date; requestedBy: string | null; stopSchedule: boolean } | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -240,6 +242,10 @@ function toJobRecord(row: JobRow): JobRecord {
     timeoutMs: row.timeoutMs,
     misfirePolicy: row.misfirePolicy,
     idempotencyKey: row.idempotencyKey,
+    abort:
+      row.abortRequestedAt === null
+        ? null
+        : { requestedAt: row.abortRequestedAt, requestedBy: row.abortRequestedBy, stopSchedule: row.abortStopSchedule },
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
   };

@@ -162,7 +162,7 @@ describe('lease statements', () => {
       );
 
       expect(results).toEqual([
-        { kind: 'renewed', jobId: held, leaseGeneration: 4, remainingMs: LEASE_MS },
+        { kind: 'renewed', jobId: held, leaseGeneration: 4, remainingMs: LEASE_MS, abortRequested: false },
         { kind: 'lost', jobId: moved, leaseGeneration: 4, reason: 'stale-generation' },
         { kind: 'lost', jobId: reaped, leaseGeneration: 2, reason: 'expired' },
         { kind: 'lost', jobId: '00000000-0000-7000-8000-000000000000', leaseGeneration: 1, reason: 'not-found' },

@@ -22,6 +22,8 @@ export interface RunRecord {
   outcome: RunOutcome;
   workerId: string | null;
   error: string | null;
+  /** Who aborted the run (POST /jobs/{id}/abort): a token's name and id; null when nobody did. */
+  abortedBy: string | null;
 }
 
 export interface RunQueries {
@@ -65,5 +67,6 @@ async function listRuns(
     outcome: row.outcome,
     workerId: row.workerId,
     error: row.error,
+    abortedBy: row.abortedBy,
   }));
 }

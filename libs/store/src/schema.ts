@@ -6,7 +6,7 @@
  * `schema.pg.test.ts` checks that these definitions name the same columns.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, integer, jsonb, pgEnum, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, integer, jsonb, pgEnum, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 
 export const jobState = pgEnum('kairos_job_state', ['DUE', 'CLAIMED', 'COMPLETED', 'DEAD', 'PAUSED', 'CANCELLED']);
 export const runOutcome = pgEnum('kairos_run_outcome', [
@@ -47,6 +47,10 @@ export const jobs = pgTable('jobs', {
   requestDigest: text('request_digest'),
   createdAt: tstz('created_at').notNull().defaultNow(),
   updatedAt: tstz('updated_at').notNull().defaultNow(),
+  // An operator's abort of the running run (migration 0005); written by lease/abort.ts, cleared by every settlement.
+  abortRequestedAt: tstz('abort_requested_at'),
+  abortRequestedBy: text('abort_requested_by'),
+  abortStopSchedule: boolean('abort_stop_schedule').notNull().default(false),
 });
 
 export const runs = pgTable('runs', {
@@ -61,6 +65,7 @@ export const runs = pgTable('runs', {
   finishedAt: tstz('finished_at'),
   outcome: runOutcome('outcome').notNull(),
   error: text('error'),
+  abortedBy: text('aborted_by'),
 });
 
 export const tokenRole = pgEnum('kairos_token_role', ['reader', 'writer', 'admin', 'agent']);

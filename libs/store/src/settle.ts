@@ -14,6 +14,13 @@
  * - failure, cap reached    -> one-off: DEAD (a human must look);
  *                              recurring: the failure is recorded and the job
  *                              goes on to its next occurrence, as on success
+ * - aborted by an operator  -> never retried. The run is recorded CANCELLED
+ *   (any end but success)      (LEASE_EXPIRED if the agent never confirmed it
+ *                              stopped); one-off: CANCELLED; recurring: its next
+ *                              occurrence, or CANCELLED with `stopSchedule`
+ * - aborted, but the run     -> recorded SUCCEEDED (the work was done); the job
+ *   succeeded first            moves on as on any success, except that
+ *                              `stopSchedule` still ends it CANCELLED
  *
  * `attempt` counts attempts spent on the current occurrence; a claim spends one,
  * so it is reset to 0 only when the job moves to a new occurrence.
@@ -31,10 +38,23 @@ export interface SettlingJob {
   attempt: number;
   maxAttempts: number;
   misfirePolicy: MisfirePolicy;
+  /** An operator's abort of the run being settled (POST /jobs/{id}/abort); null when none. */
+  abort: AbortRequest | null;
+}
+
+export interface AbortRequest {
+  /** Who asked (a token's name and id), recorded on the run. */
+  by: string | null;
+  /** End a recurring job's schedule too, instead of going on to its next occurrence. */
+  stopSchedule: boolean;
 }
 
 export interface Settlement {
-  state: 'DUE' | 'COMPLETED' | 'DEAD';
+  state: 'DUE' | 'COMPLETED' | 'DEAD' | 'CANCELLED';
+  /** What the run row records: the attempt's outcome, or CANCELLED for a run an operator aborted. */
+  runOutcome: AttemptOutcome;
+  /** Who aborted the run, for runs.aborted_by; null unless an abort decided it. */
+  abortedBy: string | null;
   nextRunAt: Date | null;
   occurrenceAt: Date | null;
   attempt: number;
@@ -53,6 +73,18 @@ export interface RetryPolicy {
 
 export function settle(job: SettlingJob, outcome: AttemptOutcome, now: Date, retry: RetryPolicy = {}): Settlement {
   const succeeded = outcome === 'SUCCEEDED';
+  const recorded = { runOutcome: outcome, abortedBy: null };
+  if (job.abort !== null) {
+    const aborted = {
+      runOutcome: succeeded || outcome === 'LEASE_EXPIRED' ? outcome : ('CANCELLED' as const),
+      abortedBy: succeeded ? null : job.abort.by,
+    };
+    if (job.abort.stopSchedule || (job.schedule === null && !succeeded)) {
+      return { state: 'CANCELLED', ...aborted, nextRunAt: null, occurrenceAt: job.occurrenceAt, attempt: job.attempt, skipped: [], skippedCount: 0 };
+    }
+    if (job.schedule === null) return finished('COMPLETED', job, aborted);
+    return nextOccurrence(job, now, aborted);
+  }
   if (!succeeded && job.attempt < job.maxAttempts) {
     const delayMs =
       outcome === 'LEASE_EXPIRED'
@@ -60,6 +92,7 @@ export function settle(job: SettlingJob, outcome: AttemptOutcome, now: Date, ret
         : retryBackoffMs(job.attempt, { baseMs: retry.backoffBaseMs ?? 1000, capMs: retry.backoffCapMs ?? 3_600_000 });
     return {
       state: 'DUE',
+      ...recorded,
       nextRunAt: new Date(now.getTime() + delayMs),
       occurrenceAt: job.occurrenceAt,
       attempt: job.attempt,
@@ -67,24 +100,22 @@ export function settle(job: SettlingJob, outcome: AttemptOutcome, now: Date, ret
       skippedCount: 0,
     };
   }
-  if (job.schedule === null) {
-    return {
-      state: succeeded ? 'COMPLETED' : 'DEAD',
-      nextRunAt: null,
-      occurrenceAt: job.occurrenceAt,
-      attempt: job.attempt,
-      skipped: [],
-      skippedCount: 0,
-    };
-  }
-  const plan = planAfterOccurrence(
-    { expression: job.schedule, timezone: job.timezone },
-    job.occurrenceAt,
-    now,
-    job.misfirePolicy,
-  );
+  if (job.schedule === null) return finished(succeeded ? 'COMPLETED' : 'DEAD', job, recorded);
+  return nextOccurrence(job, now, recorded);
+}
+
+type RunRecording = Pick<Settlement, 'runOutcome' | 'abortedBy'>;
+
+function finished(state: 'COMPLETED' | 'DEAD', job: SettlingJob, run: RunRecording): Settlement {
+  return { state, ...run, nextRunAt: null, occurrenceAt: job.occurrenceAt, attempt: job.attempt, skipped: [], skippedCount: 0 };
+}
+
+/** A recurring job moves on to the occurrence after the one just served; missed ones follow the misfire policy. */
+function nextOccurrence(job: SettlingJob, now: Date, run: RunRecording): Settlement {
+  const plan = planAfterOccurrence({ expression: job.schedule!, timezone: job.timezone }, job.occurrenceAt, now, job.misfirePolicy);
   return {
     state: 'DUE',
+    ...run,
     nextRunAt: plan.next,
     occurrenceAt: plan.next,
     attempt: 0,

@@ -4,7 +4,7 @@
  */
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { Client, Pool, type ClientConfig, type PoolConfig } from 'pg';
-import { listenForDueJobs, type DueListener } from './due-notifications';
+import { listenForChanges, type ChangeHandlers, type ChangeListener } from './notifications';
 import { jobQueries, type JobQueries } from './jobs';
 import { leaseStatements, type LeaseStatements } from './lease';
 import { migrate } from './migrate';
@@ -21,8 +21,11 @@ export interface Store {
   migrate(): Promise<string[]>;
   /** True when a trivial query answers (readiness). */
   ping(): Promise<boolean>;
-  /** Calls `onDue` whenever a job may have become due (any coordinator's write), on its own connection. */
-  onJobsDue(onDue: () => void, hooks?: { onReconnected?: () => void }): DueListener;
+  /**
+   * Calls `onDue` whenever a job may have become due, and `onAbort` whenever a
+   * running run was aborted (any coordinator's write), from its own connection.
+   */
+  listen(handlers: ChangeHandlers, hooks?: { onReconnected?: () => void }): ChangeListener;
   close(): Promise<void>;
 }
 
@@ -47,9 +50,9 @@ export function createStore(pool: Pool, options: StoreOptions = {}): Store {
         return false;
       }
     },
-    onJobsDue(onDue, hooks) {
-      if (connectionString === undefined) throw new Error('onJobsDue needs a pool made from a connection string');
-      return listenForDueJobs(connectionString, onDue, hooks);
+    listen(handlers, hooks) {
+      if (connectionString === undefined) throw new Error('listen needs a pool made from a connection string');
+      return listenForChanges(connectionString, handlers, hooks);
     },
     close: () => pool.end(),
   };

@@ -50,6 +50,8 @@ export interface AgentInternals {
 }
 
 const DEFAULT_FLUSH_TIMEOUT_MS = 10_000;
+/** How long an aborted handler has to stop before its run is reported CANCELLED anyway (KAIROS_ABORT_GRACE_MS). */
+const DEFAULT_ABORT_GRACE_MS = 10_000;
 /** Extra time the main thread gives the session thread beyond its own flush deadline. */
 const SESSION_STOP_SLACK_MS = 3_000;
 
@@ -137,6 +139,10 @@ class AgentRuntime implements RunningAgent, SessionListeners {
     switch (message.type) {
       case 'offer':
         this.onOffer(message.lease);
+        return;
+      case 'abort':
+        this.executor.stop(leaseId(message.lease), this.options.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS);
+        this.events.emit('abort-requested', { ...message.lease, source: message.source });
         return;
       case 'lost':
         this.executor.abort(leaseId(message.lease), { kind: 'lease-lost', reason: message.reason });

@@ -29,6 +29,8 @@ export type AgentEventMap = {
   started: [info: RunInfo];
   /** Its result was decided (`lease-lost` runs are not reported to the coordinator). */
   finished: [info: RunInfo & { result: RunResultKind; error?: string; durationMs: number }];
+  /** An operator aborted a held lease's run; its handler was signalled and its outcome will be reported. */
+  'abort-requested': [info: LeaseInfo & { source: LeaseLossSource }];
   /** A held lease is gone; its handler (if running) was aborted. */
   'lease-lost': [info: LeaseInfo & { reason: LeaseLossReason; source: LeaseLossSource }];
   /** The coordinator acknowledged an outcome. */

@@ -12,6 +12,13 @@
  *
  * On an abort the result is fixed at that moment and the handler's signal is
  * aborted with a TaskAbortedError; the executor does not wait for the handler.
+ *
+ * An operator's abort (`stop`) is the exception: it aborts the signal but
+ * decides only when the handler settles (an `exec` child has exited), or when
+ * `graceMs` runs out, whichever is first. The agent keeps the lease meanwhile,
+ * so the job cannot start elsewhere while the handler is still stopping. A
+ * handler that settles with an error after the abort is CANCELLED; one that
+ * resolves had finished its work and is SUCCEEDED.
  * A handler that ignores its signal keeps running in the background: its
  * slot is freed (the coordinator is told the run ended, so it may run the job
  * again), its eventual value or error is discarded and logged as "settled
@@ -33,6 +40,8 @@ import { leaseId, type LeaseOffer, type LeaseLossReason } from './thread-message
 /** Why the executor aborted a run. */
 export type AbortCause =
   | { readonly kind: 'timeout'; readonly timeoutMs: number }
+  /** An operator aborted the run; `unstopped`: the handler had not stopped within `graceMs`. */
+  | { readonly kind: 'aborted'; readonly unstopped?: { readonly graceMs: number } }
   | { readonly kind: 'lease-lost'; readonly reason: LeaseLossReason }
   | { readonly kind: 'drain-grace'; readonly graceMs: number }
   | { readonly kind: 'closed' };
@@ -67,6 +76,13 @@ export function classifyRun(end: RunEnd, overrun?: { readonly timeoutMs: number;
       switch (end.cause.kind) {
         case 'timeout':
           return { kind: 'timed-out', error: `timed out after ${end.cause.timeoutMs} ms` };
+        case 'aborted':
+          return {
+            kind: 'cancelled',
+            error: end.cause.unstopped
+              ? `aborted by an operator; the handler did not stop within ${end.cause.unstopped.graceMs} ms`
+              : 'aborted by an operator',
+          };
         case 'lease-lost':
           return { kind: 'lease-lost', reason: end.cause.reason };
         case 'drain-grace':
@@ -132,6 +148,8 @@ interface Run {
   abortReason: TaskAbortedError | undefined;
   readonly startedAt: number;
   readonly timer: NodeJS.Timeout | undefined;
+  /** Set by `stop` (an operator's abort): decides the run if the handler has not settled by then. */
+  stopTimer: NodeJS.Timeout | undefined;
 }
 
 /** The run's signal, made on first use (see Run.controller). */
@@ -180,7 +198,7 @@ export class Executor {
     if (this.runs.has(id)) return;
     const timer =
       offer.timeoutMs > 0 ? setTimeout(() => this.abort(id, { kind: 'timeout', timeoutMs: offer.timeoutMs }), offer.timeoutMs) : undefined;
-    const run: Run = { offer, id, controller: undefined, abortReason: undefined, startedAt: performance.now(), timer };
+    const run: Run = { offer, id, controller: undefined, abortReason: undefined, startedAt: performance.now(), timer, stopTimer: undefined };
     this.runs.set(id, run);
     // The per-run child logger is made on first use: most handlers never log, and
     // making one per run is measurable at thousands of runs a second.
@@ -221,9 +239,22 @@ export class Executor {
     const run = this.runs.get(id);
     if (run === undefined) return false;
     this.decide(run, classifyRun({ kind: 'aborted', cause }));
-    const reason = new TaskAbortedError(abortKind(cause), abortMessage(cause));
-    if (run.controller === undefined) run.abortReason = reason;
-    else run.controller.abort(reason);
+    signalAbort(run, cause);
+    return true;
+  }
+
+  /**
+   * An operator aborted the run: abort its signal now, decide when the handler
+   * settles or after `graceMs`. False if it is not running or already stopping.
+   */
+  stop(id: string, graceMs: number): boolean {
+    const run = this.runs.get(id);
+    if (run === undefined || run.stopTimer !== undefined) return false;
+    run.stopTimer = setTimeout(() => {
+      if (this.runs.get(id) !== run) return;
+      this.decide(run, classifyRun({ kind: 'aborted', cause: { kind: 'aborted', unstopped: { graceMs } } }));
+    }, graceMs);
+    signalAbort(run, { kind: 'aborted' });
     return true;
   }
 
@@ -248,6 +279,11 @@ export class Executor {
       );
       return;
     }
+    if (run.stopTimer !== undefined && end.kind === 'rejected') {
+      // Stopped as the operator asked (an exec child killed, a handler that honoured its signal).
+      this.decide(run, classifyRun({ kind: 'aborted', cause: { kind: 'aborted' } }));
+      return;
+    }
     const timeoutMs = run.offer.timeoutMs;
     const overrun = timeoutMs > 0 && elapsedMs > timeoutMs ? { timeoutMs, elapsedMs } : undefined;
     this.decide(run, classifyRun(end, overrun));
@@ -256,6 +292,7 @@ export class Executor {
   private decide(run: Run, result: RunResult): void {
     this.runs.delete(run.id);
     if (run.timer !== undefined) clearTimeout(run.timer);
+    if (run.stopTimer !== undefined) clearTimeout(run.stopTimer);
     this.options.hooks.onDecided(run.offer, result, performance.now() - run.startedAt);
     if (this.runs.size === 0) {
       const waiters = this.idleWaiters;
@@ -274,14 +311,19 @@ function parsePayloadJson(text: string): Record<string, unknown> {
   return payload as Record<string, unknown>;
 }
 
-function abortKind(cause: AbortCause): TaskAbortedError['kind'] {
-  return cause.kind;
+/** Aborts the run's signal (or records the reason for a signal not made yet). */
+function signalAbort(run: Run, cause: AbortCause): void {
+  const reason = new TaskAbortedError(cause.kind, abortMessage(cause));
+  if (run.controller === undefined) run.abortReason = reason;
+  else run.controller.abort(reason);
 }
 
 function abortMessage(cause: AbortCause): string {
   switch (cause.kind) {
     case 'timeout':
       return `the run exceeded its timeout of ${cause.timeoutMs} ms`;
+    case 'aborted':
+      return 'an operator aborted the run';
     case 'lease-lost':
       return `the lease was lost (${cause.reason}); another agent may run this job`;
     case 'drain-grace':

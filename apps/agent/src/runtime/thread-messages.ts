@@ -102,6 +102,11 @@ export type ToExecutor =
       readonly reason: LeaseLossReason;
       readonly source: LeaseLossSource;
     }
+  /**
+   * An operator aborted the run: signal its handler, keep the lease, and post
+   * the outcome once the handler has stopped (bounded by the abort grace).
+   */
+  | { readonly type: 'abort'; readonly lease: LeaseKey; readonly source: LeaseLossSource }
   | { readonly type: 'event'; readonly event: SessionEvent }
   /** A log line from the session thread, written by the agent's logger. */
   | {

@@ -20,7 +20,8 @@
  *
  *     confirming ──renewed──> offered ──started──> running ──outcome──> finished ──ack──> (forgotten)
  *        │                       │                    │                    │
- *        └─lost / not renewed in time──> (forgotten; never offered)
+ *        ├─lost / not renewed in time──> (forgotten; never offered)
+ *        └─aborted by an operator──> finished (CANCELLED, never offered)
  *                                └─release──> (forgotten; sent as Release, never started)
  *                                └────────────────────┴────lost / revoke / trust runs out──> (forgotten)
  *
@@ -106,11 +107,13 @@ export interface HeldLease {
   trustedUntil: number;
   /** Monotonic send time of the renewal behind `trustedUntil` (or of the assignment's anchor heartbeat). */
   anchor: number;
+  /** An operator aborted the run (Revoke CANCELLED, or abort_requested): the handler is stopping. */
+  aborting: boolean;
 }
 
 /** A lease status from a RenewReply, reduced to what the keeper needs. */
 export type RenewStatus =
-  | { readonly kind: 'held'; readonly remainingMs: number }
+  | { readonly kind: 'held'; readonly remainingMs: number; readonly abortRequested?: boolean }
   | { readonly kind: 'lost'; readonly reason: LeaseLossReason };
 
 /** What applying one status did. */
@@ -172,7 +175,15 @@ export class LeaseKeeper {
   }
 
   private add(key: LeaseKey, task: string, phase: LeasePhase, trustedUntil: number, anchor: number): HeldLease {
-    const lease: HeldLease = { key: { jobId: key.jobId, generation: key.generation }, id: leaseId(key), task, phase, trustedUntil, anchor };
+    const lease: HeldLease = {
+      key: { jobId: key.jobId, generation: key.generation },
+      id: leaseId(key),
+      task,
+      phase,
+      trustedUntil,
+      anchor,
+      aborting: false,
+    };
     this.leases.set(lease.id, lease);
     this.byJob.set(key.jobId, lease.id);
     return lease;
@@ -195,6 +206,29 @@ export class LeaseKeeper {
   markFinished(key: LeaseKey, outcome: PendingOutcome): boolean {
     const lease = this.get(key);
     if (lease === undefined || lease.phase.kind === 'finished' || lease.phase.kind === 'confirming') return false;
+    lease.phase = { kind: 'finished', outcome, lastSentAt: null };
+    return true;
+  }
+
+  /**
+   * An operator aborted the run: marks the lease as aborting and returns it,
+   * unless it is not held, already aborting, or already finished (its outcome
+   * is on its way), when there is nothing more to do.
+   */
+  markAborting(key: LeaseKey): HeldLease | undefined {
+    const lease = this.get(key);
+    if (lease === undefined || lease.aborting || lease.phase.kind === 'finished') return undefined;
+    lease.aborting = true;
+    return lease;
+  }
+
+  /**
+   * A lease the handler thread never got (confirming, or confirmed and not yet
+   * offered) ends without running: finished with `outcome`, to be reported.
+   */
+  finishUnstarted(key: LeaseKey, outcome: PendingOutcome): boolean {
+    const lease = this.get(key);
+    if (lease === undefined || lease.phase.kind === 'finished' || lease.phase.kind === 'running') return false;
     lease.phase = { kind: 'finished', outcome, lastSentAt: null };
     return true;
   }

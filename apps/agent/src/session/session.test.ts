@@ -226,15 +226,82 @@ describe('agent session', () => {
     expect((await log.finished('steady')).result).toBe('succeeded');
   });
 
-  it('aborts at once on Revoke and reports nothing', async () => {
+  it('aborts at once on a Revoke that takes the lease away, and reports nothing', async () => {
     const { log, controlled, stream } = await setup();
     stream.assign({ jobId: 'r1', task: 'controlled', generation: 2n });
     await log.wait('started', (i) => i.jobId === 'r1');
-    stream.revoke([{ jobId: 'r1', generation: 2n }], LeaseLostReason.CANCELLED);
-    expect(await log.wait('lease-lost', (i) => i.jobId === 'r1')).toMatchObject({ reason: 'cancelled', source: 'revoke' });
+    stream.revoke([{ jobId: 'r1', generation: 2n }], LeaseLostReason.EXPIRED);
+    expect(await log.wait('lease-lost', (i) => i.jobId === 'r1')).toMatchObject({ reason: 'expired', source: 'revoke' });
     expect(controlled.run('r1').abortReason).toBeDefined();
     await heartbeatsPass(stream);
     expect(stream.outcomes()).toEqual([]);
+  });
+
+  describe("an operator's abort", () => {
+    it('Revoke CANCELLED: signals the handler, keeps the lease until it stops, then reports CANCELLED', async () => {
+      const { log, controlled, stream } = await setup();
+      stream.assign({ jobId: 'a1', task: 'controlled', generation: 4n, payload: { ignoreSignal: true } });
+      await log.wait('started', (i) => i.jobId === 'a1');
+      stream.revoke([{ jobId: 'a1', generation: 4n }], LeaseLostReason.CANCELLED);
+      expect(await log.wait('abort-requested', (i) => i.jobId === 'a1')).toMatchObject({ generation: 4n, source: 'revoke' });
+      expect((controlled.run('a1').abortReason as TaskAbortedError).kind).toBe('aborted');
+      // The handler has not stopped: the lease is still listed, nothing is reported.
+      await heartbeatsPass(stream);
+      expect(refs(stream.heartbeats().at(-1)?.leases ?? [])).toEqual([{ jobId: 'a1', generation: 4n }]);
+      expect(stream.outcomes()).toEqual([]);
+      expect(log.find('lease-lost')).toBeUndefined();
+      controlled.finish('a1', new Error('interrupted'));
+      await log.wait('outcome-acked', (i) => i.jobId === 'a1');
+      expect(stream.outcomes()).toEqual([
+        expect.objectContaining({ jobId: 'a1', leaseGeneration: 4n, result: HandlerResult.CANCELLED, error: 'aborted by an operator' }),
+      ]);
+    });
+
+    it('a handler that ignores its signal is reported CANCELLED once the abort grace has passed', async () => {
+      const { log, controlled, stream } = await setup({ agent: { abortGraceMs: 300 } });
+      stream.assign({ jobId: 'deaf', task: 'controlled', payload: { ignoreSignal: true } });
+      await log.wait('started', (i) => i.jobId === 'deaf');
+      stream.revoke([{ jobId: 'deaf', generation: 1n }], LeaseLostReason.CANCELLED);
+      await log.wait('outcome-acked', (i) => i.jobId === 'deaf');
+      expect(stream.outcomes()[0]).toMatchObject({
+        result: HandlerResult.CANCELLED,
+        error: 'aborted by an operator; the handler did not stop within 300 ms',
+      });
+      expect(controlled.run('deaf').settled).toBe(false);
+    });
+
+    it('a handler that finishes its work despite the abort is reported SUCCEEDED', async () => {
+      const { log, controlled, stream } = await setup();
+      stream.assign({ jobId: 'done-anyway', task: 'controlled', payload: { ignoreSignal: true } });
+      await log.wait('started', (i) => i.jobId === 'done-anyway');
+      stream.revoke([{ jobId: 'done-anyway', generation: 1n }], LeaseLostReason.CANCELLED);
+      await log.wait('abort-requested', (i) => i.jobId === 'done-anyway');
+      controlled.finish('done-anyway');
+      await log.wait('outcome-acked', (i) => i.jobId === 'done-anyway');
+      expect(stream.outcomes()[0]).toMatchObject({ result: HandlerResult.SUCCEEDED });
+    });
+
+    it('learns the abort from renewals too (a missed Revoke), once, however many renewals repeat it', async () => {
+      const { fake, log, stream } = await setup();
+      let aborted = false;
+      fake.renew = () => ({ kind: 'held', remainingMs: fake.leaseMs, abortRequested: aborted });
+      stream.assign({ jobId: 'quietly', task: 'controlled', generation: 7n });
+      await log.wait('started', (i) => i.jobId === 'quietly');
+      aborted = true;
+      expect(await log.wait('abort-requested', (i) => i.jobId === 'quietly')).toMatchObject({ source: 'renew-reply' });
+      await log.wait('outcome-acked', (i) => i.jobId === 'quietly');
+      expect(stream.outcomes()).toEqual([expect.objectContaining({ jobId: 'quietly', result: HandlerResult.CANCELLED })]);
+      expect(log.events.filter((e) => e.name === 'abort-requested')).toHaveLength(1);
+    });
+
+    it('an assignment aborted before a renewal confirmed it is reported CANCELLED and never started', async () => {
+      const { fake, log, stream } = await setup({ fake: { heartbeatIntervalMs: 60_000 } });
+      fake.renew = () => ({ kind: 'held', remainingMs: fake.leaseMs, abortRequested: true });
+      stream.assign({ jobId: 'never-started', task: 'controlled', anchorSeq: 999n });
+      await log.wait('outcome-acked', (i) => i.jobId === 'never-started');
+      expect(stream.outcomes()[0]).toMatchObject({ result: HandlerResult.CANCELLED, error: 'aborted by an operator before it started' });
+      expect(log.find('started')).toBeUndefined();
+    });
   });
 
   it('reports TIMED_OUT when timeout_ms passes, also for a handler that ignores its signal', async () => {

@@ -456,6 +456,11 @@ export class AgentSession {
       case 'revoke': {
         const reason = lossReasonOf(kind.value.reason);
         for (const ref of kind.value.leases) {
+          if (reason === 'cancelled') {
+            // An operator's abort: the lease stays held until the handler has stopped and its outcome is reported.
+            this.abortRun(leaseKeyOf(ref), 'revoke');
+            continue;
+          }
           const lease = this.keeper.drop(leaseKeyOf(ref));
           if (lease !== undefined) this.lose(lease, reason, 'revoke');
         }
@@ -549,12 +554,21 @@ export class AgentSession {
     for (const status of reply.statuses) {
       const renewal = renewStatusOf(status);
       if (renewal === undefined) continue;
-      const verdict = this.keeper.applyRenewal(leaseKeyOf(status), renewal, sentAt);
+      const key = leaseKeyOf(status);
+      const aborted = renewal.kind === 'held' && renewal.abortRequested === true;
+      if (aborted && this.keeper.get(key)?.phase.kind === 'confirming') {
+        // Aborted before the handler thread ever got it: reported CANCELLED, never started.
+        this.abortRun(key, 'renew-reply');
+        continue;
+      }
+      const verdict = this.keeper.applyRenewal(key, renewal, sentAt);
       if (verdict.kind === 'lost') this.lose(verdict.lease, verdict.reason, 'renew-reply');
       if (verdict.kind === 'confirmed') {
         this.log('debug', { lease: verdict.lease.id }, 'assignment confirmed by a renewal');
         this.host.post({ type: 'offer', lease: verdict.offer });
       }
+      // Also when the verdict is `ignored` (an older reply): an abort is news whatever the anchor.
+      if (aborted) this.abortRun(key, 'renew-reply');
     }
     link.answered(reply.seq);
     this.afterLeaseChange();
@@ -589,6 +603,24 @@ export class AgentSession {
       else this.log('info', { lease: leaseId(key), reason }, 'lease released unstarted');
       this.emit({ name: 'released', jobId: key.jobId, generation: key.generation, reason });
     }
+  }
+
+  /**
+   * An operator aborted the run holding `key`. A lease the handler thread
+   * never got is reported CANCELLED without starting; one it has is stopped
+   * there (the handler's signal fires, an exec child gets SIGTERM), and its
+   * outcome arrives as usual. Repeats (every renewal says it again) do nothing.
+   */
+  private abortRun(key: LeaseKey, source: LeaseLossSource): void {
+    const lease = this.keeper.markAborting(key);
+    if (lease === undefined) return;
+    this.log('info', { lease: lease.id, task: lease.task, phase: lease.phase.kind, source }, 'run aborted by an operator: stopping it');
+    if (lease.phase.kind === 'confirming') {
+      this.keeper.finishUnstarted(key, { result: 'cancelled', error: 'aborted by an operator before it started', finishedAtMs: Date.now() });
+      this.scheduleOutcomeFlush();
+      return;
+    }
+    this.host.post({ type: 'abort', lease: key, source });
   }
 
   /** Tells the handler thread a lease is gone (it aborts the handler, reports nothing). */

@@ -83,7 +83,9 @@ export function lossReasonOf(reason: LeaseLostReason): LeaseLossReason {
 export function renewStatusOf(status: LeaseStatus): RenewStatus | undefined {
   switch (status.state.case) {
     case 'remainingMs':
-      return { kind: 'held', remainingMs: status.state.value };
+      return status.abortRequested
+        ? { kind: 'held', remainingMs: status.state.value, abortRequested: true }
+        : { kind: 'held', remainingMs: status.state.value };
     case 'lost':
       return { kind: 'lost', reason: lossReasonOf(status.state.value.reason) };
     case undefined:

@@ -12,6 +12,8 @@ export interface BuiltinOptions {
   readonly httpAllowHosts: readonly string[];
   readonly execAllow: readonly string[];
   readonly execCwdRoot?: string | undefined;
+  /** exec: SIGTERM to SIGKILL on abort (default 5 s). */
+  readonly execKillGraceMs?: number | undefined;
 }
 
 export function builtinHandlers(options: BuiltinOptions): Record<string, TaskHandler> {
@@ -19,6 +21,10 @@ export function builtinHandlers(options: BuiltinOptions): Record<string, TaskHan
     http: httpTask(options.httpAllowHosts),
     sleep: sleepTask,
   };
-  if (options.execAllow.length > 0) handlers['exec'] = execTask({ allow: options.execAllow, cwdRoot: options.execCwdRoot });
+  if (options.execAllow.length > 0) handlers['exec'] = execTask({
+      allow: options.execAllow,
+      cwdRoot: options.execCwdRoot,
+      ...(options.execKillGraceMs === undefined ? {} : { killGraceMs: options.execKillGraceMs }),
+    });
   return handlers;
 }

@@ -107,6 +107,25 @@ describe('exec task', () => {
     expect(performance.now() - started).toBeLessThan(5_000);
   });
 
+  it('kills a child that ignores SIGTERM with SIGKILL once the grace has passed', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'kairos-exec-'));
+    const ready = path.join(dir, 'trap-set');
+    try {
+      const controller = new AbortController();
+      const task = execTask({ allow: [SH], killGraceMs: 300 });
+      const script = `trap '' TERM; : > ${ready}; while :; do sleep 0.05; done`;
+      const pending = task({ argv: [SH, '-c', script] }, taskContext({ signal: controller.signal }));
+      pending.catch(() => undefined);
+      await waitForFile(ready);
+      const abortedAt = performance.now();
+      controller.abort();
+      await expect(pending).rejects.toThrow(/"\/bin\/sh" was killed by SIGKILL/);
+      expect(performance.now() - abortedAt).toBeGreaterThanOrEqual(250);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('reports a program that cannot start, and names a bad payload field', async () => {
     const task = execTask({ allow: ['/nonexistent/program'] });
     await expect(task({ argv: ['/nonexistent/program'] }, taskContext())).rejects.toThrow(/could not start "\/nonexistent\/program"/);
@@ -114,3 +133,11 @@ describe('exec task', () => {
     await expect(task({ argv: 'ls -l' }, taskContext())).rejects.toThrow(/"argv"/);
   });
 });
+
+async function waitForFile(file: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!existsSync(file)) {
+    if (Date.now() > deadline) throw new Error(`${file} never appeared`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

@@ -43,7 +43,7 @@ type AgentMessagePayload<C extends keyof AgentMessagePayloads> = AgentMessagePay
 
 /** How the fake answers one lease in a renew reply. */
 export type RenewDecision =
-  | { readonly kind: 'held'; readonly remainingMs: number }
+  | { readonly kind: 'held'; readonly remainingMs: number; readonly abortRequested?: boolean }
   | { readonly kind: 'lost'; readonly reason: LeaseLostReason }
   | { readonly kind: 'omit' };
 
@@ -211,7 +211,13 @@ export class FakeStream {
     for (const lease of leases) {
       const decision = this.fake.renew(lease, this);
       const ref = { jobId: lease.jobId, leaseGeneration: lease.leaseGeneration };
-      if (decision.kind === 'held') statuses.push({ ...ref, state: { case: 'remainingMs', value: decision.remainingMs } });
+      if (decision.kind === 'held') {
+        statuses.push({
+          ...ref,
+          state: { case: 'remainingMs', value: decision.remainingMs },
+          abortRequested: decision.abortRequested === true,
+        });
+      }
       else if (decision.kind === 'lost') statuses.push({ ...ref, state: { case: 'lost', value: { reason: decision.reason } } });
     }
     this.send({ kind: { case: 'renewReply', value: { seq, statuses } } });

@@ -41,6 +41,7 @@ export class EventLog {
       'started',
       'finished',
       'lease-lost',
+      'abort-requested',
       'outcome-acked',
       'released',
       'drained',

@@ -1,5 +1,5 @@
 /**
- * `kairos jobs create|get|list|cancel|pause|resume|trigger`: JobService calls
+ * `kairos jobs create|get|list|cancel|abort|pause|resume|trigger`: JobService calls
  * through @kairos/client, printed as tables or (--json) as one JSON document.
  */
 import { MISFIRE_POLICIES, type CreateJobInput, type Job, type MisfirePolicy } from '@kairos/client';
@@ -99,6 +99,23 @@ export function registerJobCommands(program: Command, io: CliIo): void {
       else io.stdout.write(`cancelled job ${id}\n`);
     });
 
+  jobs
+    .command('abort')
+    .description('stop the running run of a CLAIMED job (it ends CANCELLED; a recurring job goes on to its next occurrence)')
+    .argument('<id>', 'job id')
+    .option('--stop-schedule', 'recurring jobs: end the schedule too (the job becomes CANCELLED)')
+    .action(async (id: string, flags: { stopSchedule?: boolean }, command: Command) => {
+      const globals = globalOptions(command, io);
+      const aborted = await withClient(globals, (client) => client.abortRun(id, { stopSchedule: flags.stopSchedule === true }));
+      if (globals.json) writeJson(io.stdout, { jobId: id, ...aborted });
+      else {
+        io.stdout.write(
+          `aborting run ${aborted.runId} of job ${id} on agent ${aborted.agentId ?? NONE}` +
+            `${aborted.stopSchedule ? ' (schedule ends with it)' : ''}: follow it with "kairos runs ${id}"\n`,
+        );
+      }
+    });
+
   const steer = [
     ['pause', 'paused', 'hold a DUE job until it is resumed'],
     ['resume', 'resumed', 'make a PAUSED job DUE again (missed occurrences follow its misfire policy)'],
@@ -183,6 +200,9 @@ function jobFields(job: Job): Array<[string, string]> {
     ['misfire policy', job.misfirePolicy],
     ['idempotency key', job.idempotencyKey ?? NONE],
     ['lease generation', String(job.leaseGeneration)],
+    ...(job.abort === null
+      ? []
+      : [['abort', `requested by ${job.abort.requestedBy ?? NONE} at ${formatTime(job.abort.requestedAt)}${job.abort.stopSchedule ? ', schedule ends' : ''}`] as [string, string]]),
     ['created', formatTime(job.createdAt)],
     ['updated', formatTime(job.updatedAt)],
     ['payload', JSON.stringify(job.payload)],

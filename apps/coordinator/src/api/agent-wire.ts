@@ -86,7 +86,11 @@ export function toAssignment(job: ClaimedJob, anchorSeq: bigint): Assignment {
 export function renewStatus(result: RenewResult) {
   const base = { jobId: result.jobId, leaseGeneration: BigInt(result.leaseGeneration) };
   if (result.kind === 'renewed' && result.remainingMs > 0) {
-    return { ...base, state: { case: 'remainingMs' as const, value: Math.min(result.remainingMs, 0xffffffff) } };
+    return {
+      ...base,
+      state: { case: 'remainingMs' as const, value: Math.min(result.remainingMs, 0xffffffff) },
+      abortRequested: result.abortRequested,
+    };
   }
   const reason =
     result.kind === 'renewed'

@@ -40,7 +40,7 @@ describe('authenticator', () => {
   it('maps a valid bearer token to its namespace and role', async () => {
     const { auth } = setup();
     const principal = await auth.authenticate('Bearer kairos_writer');
-    expect(principal).toMatchObject({ tokenId: 't-1', namespace: 'ns', role: 'writer' });
+    expect(principal).toMatchObject({ tokenId: 't-1', namespace: 'ns', role: 'writer', actor: expect.stringContaining('token t-1') });
     expect([...principal.permissions].sort()).toEqual(['read', 'write']);
   });
 
@@ -97,6 +97,7 @@ describe('authorize', () => {
     namespace: 'ns',
     role,
     permissions: new Set(({ reader: ['read'], writer: ['read', 'write'], admin: ['read', 'write', 'admin'], agent: ['agent'] } as const)[role]),
+    actor: `token t (${role})`,
   });
 
   it.each([

@@ -34,6 +34,8 @@ export interface Principal {
   namespace: string;
   role: TokenRole | 'anonymous';
   permissions: ReadonlySet<Permission>;
+  /** Who the caller is, in words, for records such as a run's `abortedBy`: the token's name and id. */
+  actor: string;
 }
 
 /** The caller of an --insecure coordinator who sent no token: everything, in namespace `default`. */
@@ -42,6 +44,7 @@ export const ANONYMOUS: Principal = {
   namespace: 'default',
   role: 'anonymous',
   permissions: new Set<Permission>(['read', 'write', 'admin', 'agent']),
+  actor: 'anonymous (insecure coordinator)',
 };
 
 export interface Authenticator {
@@ -122,6 +125,7 @@ function principalOf(live: LiveToken): Principal {
     namespace: live.token.namespace,
     role: live.token.role,
     permissions: new Set(ROLE_PERMISSIONS[live.token.role]),
+    actor: live.token.name ? `${live.token.name} (token ${live.token.id})` : `token ${live.token.id}`,
   };
 }
 

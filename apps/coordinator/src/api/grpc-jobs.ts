@@ -66,6 +66,16 @@ export function jobServiceImplementation(deps: {
       await commands.cancel(namespace, req.jobId);
       return {};
     }),
+    abortRun: unary('write', async (req, namespace, principal) => {
+      const aborted = await commands.abort(namespace, req.jobId, { by: principal.actor, stopSchedule: req.stopSchedule });
+      return {
+        runId: aborted.runId ?? '',
+        leaseGeneration: BigInt(aborted.leaseGeneration),
+        agentId: aborted.agentId ?? '',
+        requestedBy: aborted.requestedBy ?? '',
+        stopSchedule: aborted.stopSchedule,
+      };
+    }),
     pauseJob: unary('write', async (req, namespace) => ({ job: toJobMessage(await commands.pause(namespace, req.jobId)) })),
     resumeJob: unary('write', async (req, namespace) => ({ job: toJobMessage(await commands.resume(namespace, req.jobId)) })),
     triggerJob: unary('write', async (req, namespace) => ({ job: toJobMessage(await commands.trigger(namespace, req.jobId)) })),
@@ -138,6 +148,15 @@ function toJobMessage(job: JobView) {
     leaseGeneration: BigInt(job.leaseGeneration),
     createdAt: ts(job.createdAt),
     updatedAt: ts(job.updatedAt),
+    ...(job.abort
+      ? {
+          abort: {
+            requestedAt: ts(job.abort.requestedAt),
+            requestedBy: job.abort.requestedBy ?? '',
+            stopSchedule: job.abort.stopSchedule,
+          },
+        }
+      : {}),
   };
 }
 
@@ -153,5 +172,6 @@ function toRunMessage(run: RunView) {
     outcome: RunOutcome[run.outcome],
     workerId: run.workerId ?? '',
     error: run.error ?? '',
+    abortedBy: run.abortedBy ?? '',
   };
 }

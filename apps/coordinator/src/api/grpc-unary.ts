@@ -8,7 +8,7 @@
 import { Metadata, type ServerErrorResponse, type sendUnaryData } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { undecodableReason } from '@kairos/proto';
-import { authorize, type Authenticator, type Permission } from './auth';
+import { authorize, type Authenticator, type Permission, type Principal } from './auth';
 import { ERROR_TABLE, toApiError } from './errors';
 import { ValidationError } from './validation';
 
@@ -18,7 +18,7 @@ export function unaryHandlers(auth: Authenticator, logger: Logger) {
   /** A unary handler that runs `work` in the caller's namespace once the caller holds `permission`. */
   return function unary<Req, Res>(
     permission: Permission,
-    work: (request: Req, namespace: string) => Promise<Res>,
+    work: (request: Req, namespace: string, principal: Principal) => Promise<Res>,
   ): UnaryHandler<Req, Res> {
     return (call, callback) => {
       const authorization = call.metadata.get('authorization')[0];
@@ -28,7 +28,7 @@ export function unaryHandlers(auth: Authenticator, logger: Logger) {
           authorize(principal, permission);
           const undecodable = undecodableReason(call.request);
           if (undecodable !== undefined) throw new ValidationError('body', `the request could not be decoded: ${undecodable}`);
-          return work(call.request, principal.namespace);
+          return work(call.request, principal.namespace, principal);
         })
         .then(
           (response) => callback(null, response),

@@ -28,6 +28,8 @@ export interface JobView {
   idempotencyKey: string | null;
   leaseGeneration: number;
   leaseOwner: string | null;
+  /** An abort of the running run in progress (until the run has ended); null otherwise. */
+  abort: { requestedAt: string; requestedBy: string | null; stopSchedule: boolean } | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -43,6 +45,19 @@ export interface RunView {
   outcome: RunRecord['outcome'];
   workerId: string | null;
   error: string | null;
+  /** Who aborted the run (a token's name and id); null when nobody did. */
+  abortedBy: string | null;
+}
+
+/** The answer to an abort: the run being stopped, and the agent asked to stop it. */
+export interface AbortView {
+  runId: string | null;
+  jobId: string;
+  leaseGeneration: number;
+  agentId: string | null;
+  requestedBy: string | null;
+  requestedAt: string;
+  stopSchedule: boolean;
 }
 
 export interface JobCommands {
@@ -50,6 +65,8 @@ export interface JobCommands {
   get(namespace: string, jobId: string): Promise<JobView>;
   list(namespace: string, query: Record<string, unknown>): Promise<{ jobs: JobView[]; nextCursor: string | null }>;
   cancel(namespace: string, jobId: string): Promise<void>;
+  /** Asks the agent running the job to stop; `by` names the caller (Principal.actor). */
+  abort(namespace: string, jobId: string, input: { by: string; stopSchedule: boolean }): Promise<AbortView>;
   pause(namespace: string, jobId: string): Promise<JobView>;
   resume(namespace: string, jobId: string): Promise<JobView>;
   trigger(namespace: string, jobId: string): Promise<JobView>;
@@ -57,7 +74,7 @@ export interface JobCommands {
 }
 
 /** `onJobsDue` pokes the local dispatcher when a change may have made a job due sooner. */
-export function jobCommands(store: Store, onJobsDue: () => void): JobCommands {
+export function jobCommands(store: Store, onJobsDue: () => void, onAbort: () => void = () => undefined): JobCommands {
   async function mustGet(namespace: string, jobId: string): Promise<JobView> {
     const job = await store.jobs.get(namespace, parseId(jobId));
     if (!job) throw notFound(jobId);
@@ -128,7 +145,7 @@ export function jobCommands(store: Store, onJobsDue: () => void): JobCommands {
         case 'claimed':
           throw new ApiError(
             'failed_precondition',
-            `job is claimed by ${result.leaseOwner ?? 'an agent'} (run ${result.runId ?? '?'}, fencing token ${result.leaseGeneration}): it is running or about to run, so it cannot be cancelled`,
+            `job is claimed by ${result.leaseOwner ?? 'an agent'} (run ${result.runId ?? '?'}, fencing token ${result.leaseGeneration}): it is running or about to run, so it cannot be cancelled; abort the run with POST /jobs/${jobId}/abort (gRPC AbortRun, CLI "kairos jobs abort")`,
             undefined,
             {
               state: 'CLAIMED',
@@ -136,10 +153,35 @@ export function jobCommands(store: Store, onJobsDue: () => void): JobCommands {
               leaseOwner: result.leaseOwner,
               leaseGeneration: result.leaseGeneration,
               leaseUntil: result.leaseUntil?.toISOString() ?? null,
+              abort: `POST /jobs/${jobId}/abort`,
             },
           );
         case 'finished':
           throw new ApiError('failed_precondition', `job already finished (${result.state})`, undefined, {
+            state: result.state,
+          });
+        default:
+          return assertNever(result);
+      }
+    },
+    async abort(namespace, jobId, input) {
+      const result = await store.lease.abort(namespace, parseId(jobId), input);
+      switch (result.kind) {
+        case 'requested':
+          onAbort();
+          return {
+            runId: result.runId === null ? null : String(result.runId),
+            jobId,
+            leaseGeneration: result.leaseGeneration,
+            agentId: result.leaseOwner,
+            requestedBy: result.requestedBy,
+            requestedAt: result.requestedAt.toISOString(),
+            stopSchedule: result.stopSchedule,
+          };
+        case 'not-found':
+          throw notFound(jobId);
+        case 'not-running':
+          throw new ApiError('failed_precondition', `nothing to abort: the job is ${result.state}, not running`, undefined, {
             state: result.state,
           });
         default:
@@ -189,6 +231,10 @@ export function jobView(job: JobRecord): JobView {
     idempotencyKey: job.idempotencyKey,
     leaseGeneration: job.leaseGeneration,
     leaseOwner: job.leaseOwner,
+    abort:
+      job.abort === null
+        ? null
+        : { requestedAt: job.abort.requestedAt.toISOString(), requestedBy: job.abort.requestedBy, stopSchedule: job.abort.stopSchedule },
     createdAt: job.createdAt.toISOString(),
     updatedAt: job.updatedAt.toISOString(),
   };
@@ -206,6 +252,7 @@ export function runView(run: RunRecord): RunView {
     outcome: run.outcome,
     workerId: run.workerId,
     error: run.error,
+    abortedBy: run.abortedBy,
   };
 }
 

@@ -77,13 +77,15 @@ export function createRestServer(deps: {
     if (PUBLIC_ROUTES.has(request.routeOptions.url ?? '')) return;
     request.principal = await deps.auth.authenticate(request.headers.authorization);
   });
-  /** The caller's namespace, once it is known to hold `permission`. */
-  const namespaceFor = (request: FastifyRequest, permission: Permission): string => {
+  /** The caller, once it is known to hold `permission`. */
+  const callerWith = (request: FastifyRequest, permission: Permission): Principal => {
     const principal = request.principal;
     if (principal === null) throw new ApiError('unauthenticated', 'a bearer token is required');
     authorize(principal, permission);
-    return principal.namespace;
+    return principal;
   };
+  /** The caller's namespace, once it is known to hold `permission`. */
+  const namespaceFor = (request: FastifyRequest, permission: Permission): string => callerWith(request, permission).namespace;
 
   app.post('/jobs', async (request, reply) => {
     const result = await commands.create(namespaceFor(request, 'write'), request.body);
@@ -108,6 +110,12 @@ export function createRestServer(deps: {
       ...(request.query.cursor ? { cursor: request.query.cursor } : {}),
     });
     return page.runs;
+  });
+  app.post<{ Params: { id: string }; Querystring: { stopSchedule?: string } }>('/jobs/:id/abort', async (request, reply) => {
+    const caller = callerWith(request, 'write');
+    const stopSchedule = parseBooleanQuery(request.query.stopSchedule, 'stopSchedule');
+    const aborted = await commands.abort(caller.namespace, request.params.id, { by: caller.actor, stopSchedule });
+    return reply.code(202).send(aborted);
   });
   for (const verb of ['pause', 'resume', 'trigger'] as const) {
     app.post<{ Params: { id: string } }>(`/jobs/:id/${verb}`, async (request) =>
@@ -134,6 +142,13 @@ export function createRestServer(deps: {
     return reply.type(deps.metrics.registry.contentType).send(text);
   });
   return app;
+}
+
+/** A `true`/`false` query parameter (absent: false). */
+function parseBooleanQuery(value: unknown, field: string): boolean {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  throw new ApiError('invalid_argument', `${field} must be true or false`, field);
 }
 
 /** Fastify's own refusals (body parsing, limits), in the project's error shape, keeping their 4xx status. */

@@ -82,6 +82,12 @@ export interface Dispatcher {
   release(session: AgentSession, leases: readonly LeaseRef[]): Promise<void>;
   /** Something may have become claimable: run a claim round soon. */
   wake(): void;
+  /**
+   * An operator aborted the run holding this lease (a NOTIFY from whichever
+   * coordinator took the call): if one of our agents holds it, send it a
+   * Revoke with reason CANCELLED. The lease stays held until the agent reports.
+   */
+  revokeAborted(lease: LeaseRef): void;
   /** Expired leases were reaped: forget them and tell their agents. */
   forgetExpired(expired: ReadonlyArray<{ jobId: string; leaseGeneration: number; leaseOwner: string | null }>): void;
   /** Agents connected to this coordinator, of one namespace (all when unset). */
@@ -126,7 +132,10 @@ export function createDispatcher(deps: {
 
   // A flush that fails for any reason but the database being down is retried per submission (group-commit.ts).
   const isolate = (error: unknown) => !(error instanceof StoreUnavailableError);
-  const renewals = groupCommit<HeldLeaseRef, RenewResult>((leases) => store.lease.renew(leases, options.leaseMs), { isolate });
+  const renewals = groupCommit<HeldLeaseRef, RenewResult>(
+    (leases) => store.lease.renew(leases, options.leaseMs, undefined, options.abortGraceMs),
+    { isolate },
+  );
   const completions = groupCommit<CompletionReport, CompleteResult>((reports) => store.lease.complete(reports), { isolate });
   const releases = groupCommit<HeldLeaseRef, ReleaseResult>((leases) => store.lease.release(leases, 'agent gave the lease back'), {
     isolate,
@@ -335,6 +344,15 @@ export function createDispatcher(deps: {
       wake();
     },
     wake,
+    revokeAborted(lease) {
+      const key = leaseKey(lease.jobId, lease.leaseGeneration);
+      for (const session of sessions) {
+        if (!session.held.has(key)) continue;
+        session.send({ kind: { case: 'revoke', value: { leases: [toWireLease(lease)], reason: LeaseLostReason.CANCELLED } } });
+        metrics.abortRevokes.inc();
+        logger.info({ jobId: lease.jobId, leaseGeneration: lease.leaseGeneration, agentId: agentOf(session)?.agentId }, 'abort: lease revoked');
+      }
+    },
     forgetExpired(expired) {
       const byOwner = new Map<string, LeaseRef[]>();
       for (const lease of expired) {

@@ -117,6 +117,8 @@ describe('security: tokens, roles and namespaces', () => {
     { name: 'GET /jobs', need: 'read', ok: 200, scoped: false, call: (api) => api.listJobs() },
     { name: 'GET /jobs/{id}/runs', need: 'read', ok: 200, scoped: true, call: (api, id) => api.runs(id) },
     { name: 'DELETE /jobs/{id}', need: 'write', ok: 204, scoped: true, call: (api, id) => api.cancelJob(id) },
+    // The job is DUE: a caller allowed to abort is told nothing is running (409), and nothing changes.
+    { name: 'POST /jobs/{id}/abort', need: 'write', ok: 409, scoped: true, call: (api, id) => api.call('POST', `/jobs/${id}/abort`) },
     { name: 'POST /jobs/{id}/pause', need: 'write', ok: 200, scoped: true, call: (api, id) => api.control(id, 'pause') },
     { name: 'POST /jobs/{id}/resume', need: 'write', ok: 200, scoped: true, call: (api, id) => api.control(id, 'resume') },
     { name: 'POST /jobs/{id}/trigger', need: 'write', ok: 200, scoped: true, call: (api, id) => api.control(id, 'trigger') },
@@ -136,7 +138,7 @@ describe('security: tokens, roles and namespaces', () => {
       const response = await endpoint.call(restClient(coordinator.httpUrl, secrets[caller]), jobId, victimToken.id);
       expect({ caller, status: response.status }).toEqual({ caller, status: expected });
       if (expected >= 400) {
-        const code = { 401: 'unauthenticated', 403: 'permission_denied', 404: 'not_found' }[expected as 401 | 403 | 404];
+        const code = { 401: 'unauthenticated', 403: 'permission_denied', 404: 'not_found', 409: 'failed_precondition' }[expected as 401 | 403 | 404 | 409];
         expect(response.body.error.code).toBe(code);
         expect(await snapshot()).toEqual(before);
       }
@@ -226,12 +228,20 @@ describe('security: tokens, roles and namespaces', () => {
     };
     afterAll(() => clients.forEach((c) => c.close()));
 
-    const calls: Array<{ name: string; need: Need; scoped: boolean; call: (c: KairosClient, jobId: string, tokenId: string) => Promise<unknown> }> = [
+    /** `allowed`: the outcome for a caller the call is allowed to (default 'ok'). */
+    const calls: Array<{
+      name: string;
+      need: Need;
+      scoped: boolean;
+      allowed?: string;
+      call: (c: KairosClient, jobId: string, tokenId: string) => Promise<unknown>;
+    }> = [
       { name: 'CreateJob', need: 'write', scoped: false, call: (c) => c.createJob({ task: 'sleep', runAt: new Date(Date.now() + 3_600_000), payload: {} }) },
       { name: 'GetJob', need: 'read', scoped: true, call: (c, id) => c.getJob(id) },
       { name: 'ListJobs', need: 'read', scoped: false, call: (c) => c.listJobs() },
       { name: 'ListRuns', need: 'read', scoped: true, call: (c, id) => c.listRuns(id) },
       { name: 'CancelJob', need: 'write', scoped: true, call: (c, id) => c.cancelJob(id) },
+      { name: 'AbortRun', need: 'write', scoped: true, allowed: 'failed-precondition', call: (c, id) => c.abortRun(id) },
       { name: 'PauseJob', need: 'write', scoped: true, call: (c, id) => c.pauseJob(id) },
       { name: 'ResumeJob', need: 'write', scoped: true, call: (c, id) => c.resumeJob(id) },
       { name: 'TriggerJob', need: 'write', scoped: true, call: (c, id) => c.triggerJob(id) },
@@ -252,7 +262,7 @@ describe('security: tokens, roles and namespaces', () => {
           () => 'ok',
           (error: unknown) => KairosError.from(error).code,
         );
-        expect({ caller, outcome }).toEqual({ caller, outcome: expected === 200 ? 'ok' : CODE_FOR[expected] });
+        expect({ caller, outcome }).toEqual({ caller, outcome: expected === 200 ? (rpc.allowed ?? 'ok') : CODE_FOR[expected] });
         if (expected !== 200) expect(await snapshot()).toEqual(before);
       });
     });

@@ -1,6 +1,6 @@
 /**
- * Every statement that claims, renews, completes, releases, cancels, pauses,
- * resumes, triggers or reaps a job. Nothing else in Kairos writes `jobs.state`
+ * Every statement that claims, renews, completes, releases, cancels, aborts,
+ * pauses, resumes, triggers or reaps a job. Nothing else in Kairos writes `jobs.state`
  * after creation. The protocol is described in ../../README.md ("Lease protocol");
  * the short version:
  *
@@ -19,6 +19,7 @@ import type { Pool } from 'pg';
 import { storeCall } from '../pg-errors';
 import type { RetryPolicy } from '../settle';
 import { claimDue, type ClaimedJob, type ClaimRequest } from './claim';
+import { requestAbort, type AbortRequestInput, type AbortResult } from './abort';
 import { cancel, pause, resume, trigger, type CancelResult, type ControlResult } from './control';
 import { release, type ReleaseResult } from './release';
 import type { HeldLeaseRef } from './refs';
@@ -26,21 +27,25 @@ import { renew, type RenewResult } from './renew';
 import { complete, reapExpired, skipMisfired, type CompleteResult, type CompletionReport, type ReapResult } from './settlement';
 
 export { CLAIM_SQL, DEFAULT_MISFIRE_THRESHOLD_MS, type ClaimedJob, type ClaimRequest } from './claim';
+export type { AbortRequestInput, AbortResult } from './abort';
 export type { CancelResult, ControlResult } from './control';
 export { isJobId, type HeldLeaseRef, type LeaseRef } from './refs';
 export type { ReleaseResult } from './release';
-export type { LeaseLostReason, RenewResult } from './renew';
+export { DEFAULT_ABORT_GRACE_MS, type LeaseLostReason, type RenewResult } from './renew';
 export type { CompleteResult, CompletionReport, ReapResult } from './settlement';
 export { MAX_ERROR_CHARS } from './sql';
 
 export interface LeaseStatements {
   claimDue(request: ClaimRequest): Promise<ClaimedJob[]>;
-  renew(leases: readonly HeldLeaseRef[], leaseMs: number, now?: Date): Promise<RenewResult[]>;
+  /** `abortGraceMs`: how far past an abort request an aborted lease may still be extended (renew.ts). */
+  renew(leases: readonly HeldLeaseRef[], leaseMs: number, now?: Date, abortGraceMs?: number): Promise<RenewResult[]>;
   complete(reports: readonly CompletionReport[], now?: Date): Promise<CompleteResult[]>;
   release(leases: readonly HeldLeaseRef[], reason: string, now?: Date): Promise<ReleaseResult[]>;
   reapExpired(options?: { limit?: number; now?: Date }): Promise<ReapResult>;
   skipMisfired(options?: { thresholdMs?: number; limit?: number; now?: Date }): Promise<{ skipped: number }>;
   cancel(namespace: string, jobId: string, now?: Date): Promise<CancelResult>;
+  /** Asks the holder of a CLAIMED job's lease to stop the run (abort.ts). */
+  abort(namespace: string, jobId: string, input: AbortRequestInput, now?: Date): Promise<AbortResult>;
   pause(namespace: string, jobId: string, now?: Date): Promise<ControlResult>;
   resume(namespace: string, jobId: string, now?: Date): Promise<ControlResult>;
   trigger(namespace: string, jobId: string, now?: Date): Promise<ControlResult>;
@@ -49,12 +54,13 @@ export interface LeaseStatements {
 export function leaseStatements(pool: Pool, retry: RetryPolicy = {}): LeaseStatements {
   return {
     claimDue: (request) => guard('claimDue', () => claimDue(pool, request)),
-    renew: (leases, leaseMs, now) => guard('renew', () => renew(pool, leases, leaseMs, now)),
+    renew: (leases, leaseMs, now, abortGraceMs) => guard('renew', () => renew(pool, leases, leaseMs, now, abortGraceMs)),
     complete: (reports, now) => guard('complete', () => complete(pool, reports, retry, now)),
     release: (leases, reason, now) => guard('release', () => release(pool, leases, reason, now)),
     reapExpired: (options) => guard('reapExpired', () => reapExpired(pool, retry, options)),
     skipMisfired: (options) => guard('skipMisfired', () => skipMisfired(pool, options)),
     cancel: (namespace, jobId, now) => guard('cancel', () => cancel(pool, namespace, jobId, now)),
+    abort: (namespace, jobId, input, now) => guard('abort', () => requestAbort(pool, namespace, jobId, input, now)),
     pause: (namespace, jobId, now) => guard('pause', () => pause(pool, namespace, jobId, now)),
     resume: (namespace, jobId, now) => guard('resume', () => resume(pool, namespace, jobId, now)),
     trigger: (namespace, jobId, now) => guard('trigger', () => trigger(pool, namespace, jobId, now)),

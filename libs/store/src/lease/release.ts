@@ -1,10 +1,13 @@
 /**
  * Giving back leases whose handler never started (a draining agent, or an
  * agent that left before its assignment was sent): the job is DUE again and
- * the attempt is not spent.
+ * the attempt is not spent. A lease whose run an operator aborted is not
+ * handed out again: it is settled as an aborted run (settlement.ts), which is
+ * what the operator asked for.
  */
 import type { Pool } from 'pg';
 import { isWellFormed, leaseKey, type HeldLeaseRef } from './refs';
+import { complete } from './settlement';
 import { currentHolders, holderArrays, lockInIdOrder, NOW, refusal, truncateError } from './sql';
 
 export type ReleaseResult = { kind: 'released' | 'stale' | 'not-owner'; jobId: string; leaseGeneration: number };
@@ -14,7 +17,7 @@ export async function release(pool: Pool, leases: readonly HeldLeaseRef[], reaso
   const released = new Set<string>();
   if (valid.length > 0) {
     const { rows } = await pool.query(
-      `WITH locked AS (${lockInIdOrder(2)}), released AS (
+      `WITH locked AS (${lockInIdOrder(2, 'AND j.abort_requested_at IS NULL')}), released AS (
          UPDATE jobs j SET state = 'DUE', lease_owner = NULL, lease_token = NULL, lease_until = NULL,
            attempt = j.attempt - 1, updated_at = ${NOW(1)}
          FROM locked
@@ -29,6 +32,17 @@ export async function release(pool: Pool, leases: readonly HeldLeaseRef[], reaso
       [now ?? null, ...holderArrays(valid), truncateError(`released before start: ${reason}`)],
     );
     for (const row of rows) released.add(leaseKey(row.id, Number(row.lease_generation)));
+  }
+  // What the statement above left: aborted runs (settled here, never retried), or leases not held.
+  const rest = valid.filter((lease) => !released.has(leaseKey(lease.jobId, lease.leaseGeneration)));
+  if (rest.length > 0) {
+    const aborted = await complete(
+      pool,
+      rest.map((lease) => ({ ...lease, outcome: 'CANCELLED' as const, error: `released before start: ${reason}` })),
+      {},
+      now,
+    );
+    for (const result of aborted) if (result.kind === 'recorded') released.add(leaseKey(result.jobId, result.leaseGeneration));
   }
   const current = await currentHolders(
     pool,

@@ -10,7 +10,14 @@ import { currentHolders, holderArrays, isForeign, lockInIdOrder, NOW } from './s
 export type LeaseLostReason = 'stale-generation' | 'expired' | 'not-found' | 'not-owner';
 
 export type RenewResult =
-  | { kind: 'renewed'; jobId: string; leaseGeneration: number; remainingMs: number }
+  | {
+      kind: 'renewed';
+      jobId: string;
+      leaseGeneration: number;
+      remainingMs: number;
+      /** An operator aborted the run (abort.ts): the holder must stop it and report. */
+      abortRequested: boolean;
+    }
   | { kind: 'lost'; jobId: string; leaseGeneration: number; reason: LeaseLostReason };
 
 /**
@@ -19,30 +26,58 @@ export type RenewResult =
  * is renewed too, which is safe because nobody else can hold it until the
  * generation moves. The remaining time is computed by the database and returned
  * as a duration, so the agent never compares its clock with ours.
+ *
+ * An aborted lease (abort.ts) is extended no further than the abort request
+ * plus `abortGraceMs`: its holder has that long to stop the handler and
+ * report. Past it the lease is left to run out (0 ms left, which the agent
+ * treats as lost) and the reaper settles the run.
  */
 const RENEW_SQL = `
-WITH locked AS (${lockInIdOrder(3)})
+WITH locked AS (${lockInIdOrder(4)})
 UPDATE jobs j SET
-  lease_until = ${NOW(1)} + make_interval(secs => $2::double precision / 1000),
+  lease_until = CASE WHEN j.abort_requested_at IS NULL
+    THEN ${NOW(1)} + make_interval(secs => $2::double precision / 1000)
+    ELSE GREATEST(j.lease_until, LEAST(${NOW(1)} + make_interval(secs => $2::double precision / 1000),
+                                       j.abort_requested_at + make_interval(secs => $3::double precision / 1000)))
+  END,
   updated_at = ${NOW(1)}
 FROM locked
 WHERE j.id = locked.id
-RETURNING j.id, j.lease_generation,
-  floor(extract(epoch FROM (j.lease_until - ${NOW(1)})) * 1000)::bigint AS remaining_ms`;
+RETURNING j.id, j.lease_generation, j.abort_requested_at IS NOT NULL AS abort_requested,
+  greatest(0, floor(extract(epoch FROM (j.lease_until - ${NOW(1)})) * 1000))::bigint AS remaining_ms`;
 
-export async function renew(pool: Pool, leases: readonly HeldLeaseRef[], leaseMs: number, now?: Date): Promise<RenewResult[]> {
+/** Default for `abortGraceMs`: how long the holder of an aborted lease keeps it to stop the handler. */
+export const DEFAULT_ABORT_GRACE_MS = 30_000;
+
+export async function renew(
+  pool: Pool,
+  leases: readonly HeldLeaseRef[],
+  leaseMs: number,
+  now?: Date,
+  abortGraceMs: number = DEFAULT_ABORT_GRACE_MS,
+): Promise<RenewResult[]> {
   const valid = leases.filter(isWellFormed);
-  const renewed = new Map<string, number>();
+  const renewed = new Map<string, { remainingMs: number; abortRequested: boolean }>();
   if (valid.length > 0) {
-    const { rows } = await pool.query(RENEW_SQL, [now ?? null, leaseMs, ...holderArrays(valid)]);
-    for (const row of rows) renewed.set(leaseKey(row.id, Number(row.lease_generation)), Number(row.remaining_ms));
+    const { rows } = await pool.query(RENEW_SQL, [
+      now ?? null,
+      leaseMs,
+      abortGraceMs,
+      ...holderArrays(valid),
+    ]);
+    for (const row of rows) {
+      renewed.set(leaseKey(row.id, Number(row.lease_generation)), {
+        remainingMs: Number(row.remaining_ms),
+        abortRequested: row.abort_requested,
+      });
+    }
   }
   const lostIds = leases.filter((lease) => !renewed.has(leaseKey(lease.jobId, lease.leaseGeneration)));
   const current = await currentHolders(pool, lostIds);
   return leases.map((lease): RenewResult => {
     const { jobId, leaseGeneration } = lease;
-    const remainingMs = renewed.get(leaseKey(jobId, leaseGeneration));
-    if (remainingMs !== undefined) return { kind: 'renewed', jobId, leaseGeneration, remainingMs };
+    const held = renewed.get(leaseKey(jobId, leaseGeneration));
+    if (held !== undefined) return { kind: 'renewed', jobId, leaseGeneration, ...held };
     const row = isWellFormed(lease) ? current.get(jobId.toLowerCase()) : undefined;
     const reason: LeaseLostReason =
       row === undefined

@@ -9,7 +9,7 @@ import { MISFIRE_POLICIES, planAfterOccurrence, type MisfirePolicy } from '@kair
 import { settle, type AttemptOutcome, type RetryPolicy, type Settlement, type SettlingJob } from '../settle';
 import { isWellFormed, leaseKey, type HeldLeaseRef } from './refs';
 import { DEFAULT_MISFIRE_THRESHOLD_MS } from './claim';
-import { currentHolders, holderArrays, inTransaction, lockInIdOrder, NOW, refusal, truncateError } from './sql';
+import { CLEAR_ABORT, currentHolders, holderArrays, inTransaction, lockInIdOrder, NOW, refusal, truncateError } from './sql';
 
 export interface CompletionReport extends HeldLeaseRef {
   outcome: Exclude<AttemptOutcome, 'LEASE_EXPIRED'>;
@@ -17,7 +17,15 @@ export interface CompletionReport extends HeldLeaseRef {
 }
 
 export type CompleteResult =
-  | { kind: 'recorded'; jobId: string; leaseGeneration: number; state: Settlement['state']; nextRunAt: Date | null }
+  | {
+      kind: 'recorded';
+      jobId: string;
+      leaseGeneration: number;
+      state: Settlement['state'];
+      nextRunAt: Date | null;
+      /** The outcome recorded on the run (CANCELLED for a run an operator aborted, whatever was reported). */
+      runOutcome: Settlement['runOutcome'];
+    }
   | { kind: 'stale' | 'not-owner'; jobId: string; leaseGeneration: number };
 
 export interface ReapResult {
@@ -33,7 +41,7 @@ interface LockedJob extends SettlingJob {
 }
 
 const LOCKED_COLUMNS = `j.id, j.lease_generation, j.lease_owner, j.schedule, j.timezone, j.occurrence_at,
-  j.attempt, j.max_attempts, j.misfire_policy`;
+  j.attempt, j.max_attempts, j.misfire_policy, j.abort_requested_at, j.abort_requested_by, j.abort_stop_schedule`;
 
 function toLockedJob(row: Record<string, unknown>): LockedJob {
   const policy = row.misfire_policy as MisfirePolicy;
@@ -48,6 +56,10 @@ function toLockedJob(row: Record<string, unknown>): LockedJob {
     attempt: row.attempt as number,
     maxAttempts: row.max_attempts as number,
     misfirePolicy: policy,
+    abort:
+      row.abort_requested_at === null
+        ? null
+        : { by: (row.abort_requested_by as string | null) ?? null, stopSchedule: row.abort_stop_schedule === true },
   };
 }
 
@@ -72,14 +84,14 @@ export async function complete(
     if (isWellFormed(report) && !firstIndex.has(key)) firstIndex.set(key, index);
   });
   const firstReports = [...firstIndex.values()].map((index) => reports[index]!);
-  // Only the state and next run time are reported back (CompleteResult).
-  const settled = new Map<string, Pick<Settlement, 'state' | 'nextRunAt'>>();
+  // Only the state, next run time and recorded outcome are reported back (CompleteResult).
+  const settled = new Map<string, Pick<Settlement, 'state' | 'nextRunAt' | 'runOutcome'>>();
   // Fast path, one statement: successful one-off runs need no schedule arithmetic.
   const simple = firstReports.filter((report) => report.outcome === 'SUCCEEDED');
   if (simple.length > 0) {
     const { rows } = await pool.query(COMPLETE_SIMPLE_SQL, [now ?? null, ...holderArrays(simple)]);
     for (const row of rows) {
-      settled.set(leaseKey(row.id, Number(row.lease_generation)), { state: 'COMPLETED', nextRunAt: null });
+      settled.set(leaseKey(row.id, Number(row.lease_generation)), { state: 'COMPLETED', nextRunAt: null, runOutcome: 'SUCCEEDED' });
     }
   }
   // Everything else (failures, recurring jobs, and reports the fast path did not match,
@@ -119,6 +131,7 @@ export async function complete(
       leaseGeneration: report.leaseGeneration,
       state: settlement.state,
       nextRunAt: settlement.nextRunAt,
+      runOutcome: settlement.runOutcome,
     };
   });
 }
@@ -132,7 +145,7 @@ export async function complete(
 const COMPLETE_SIMPLE_SQL = `
 WITH locked AS (${lockInIdOrder(2, 'AND j.schedule IS NULL')}), done AS (
   UPDATE jobs j SET state = 'COMPLETED', next_run_at = NULL, lease_until = NULL, lease_owner = NULL, lease_token = NULL,
-    updated_at = ${NOW(1)}
+    ${CLEAR_ABORT}, updated_at = ${NOW(1)}
   FROM locked
   WHERE j.id = locked.id
   RETURNING j.id, j.lease_generation
@@ -181,6 +194,17 @@ export async function reapExpired(
   });
 }
 
+/** The run's error text: the reported one, prefixed by the abort that decided the run, if any. */
+function runError(ending: Ending, settlement: Settlement): string | null {
+  if (settlement.abortedBy === null && ending.job.abort === null) return ending.error;
+  if (settlement.runOutcome === 'SUCCEEDED') return null;
+  const who = ending.job.abort?.by ?? 'an operator';
+  if (settlement.runOutcome === 'LEASE_EXPIRED') {
+    return `aborted by ${who}, but the agent never confirmed that the run stopped: the lease expired`;
+  }
+  return truncateError(`aborted by ${who}${ending.error ? `: ${ending.error}` : ''}`);
+}
+
 /** Upper bound on SKIPPED rows written for one missed stretch; the last row states the full count. */
 const SKIPPED_ROWS_LIMIT = 100;
 
@@ -199,17 +223,25 @@ async function applyEndings(
   await client.query(
     `UPDATE jobs j SET
        state = u.state, next_run_at = u.next_run_at, occurrence_at = u.occurrence_at, attempt = u.attempt,
-       lease_until = NULL, lease_owner = NULL, lease_token = NULL, updated_at = $6
+       lease_until = NULL, lease_owner = NULL, lease_token = NULL, ${CLEAR_ABORT}, updated_at = $6
      FROM unnest($1::uuid[], $2::kairos_job_state[], $3::timestamptz[], $4::timestamptz[], $5::int[])
        AS u(id, state, next_run_at, occurrence_at, attempt)
      WHERE j.id = u.id`,
     [ids, plans.map((p) => p.state), plans.map((p) => p.nextRunAt), plans.map((p) => p.occurrenceAt), plans.map((p) => p.attempt), now],
   );
   await client.query(
-    `UPDATE runs r SET outcome = u.outcome, error = u.error, finished_at = $5
-     FROM unnest($1::uuid[], $2::bigint[], $3::kairos_run_outcome[], $4::text[]) AS u(job_id, generation, outcome, error)
+    `UPDATE runs r SET outcome = u.outcome, error = u.error, aborted_by = u.aborted_by, finished_at = $6
+     FROM unnest($1::uuid[], $2::bigint[], $3::kairos_run_outcome[], $4::text[], $5::text[])
+       AS u(job_id, generation, outcome, error, aborted_by)
      WHERE r.job_id = u.job_id AND r.lease_generation = u.generation AND r.outcome = 'RUNNING'`,
-    [ids, endings.map((e) => e.job.leaseGeneration), endings.map((e) => e.outcome), endings.map((e) => e.error), now],
+    [
+      ids,
+      endings.map((e) => e.job.leaseGeneration),
+      plans.map((p) => p.runOutcome),
+      endings.map((e, index) => runError(e, plans[index]!)),
+      plans.map((p) => p.abortedBy),
+      now,
+    ],
   );
 
   await insertSkipped(

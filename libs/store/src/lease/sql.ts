@@ -90,6 +90,9 @@ export function refusal(lease: HeldLeaseRef, current: Map<string, CurrentHolder>
   return row !== undefined && row.generation === lease.leaseGeneration && isForeign(row, lease) ? 'not-owner' : 'stale';
 }
 
+/** SET items that end an abort request with the lease: every settlement writes them (CHECK jobs_abort_only_while_claimed). */
+export const CLEAR_ABORT = 'abort_requested_at = NULL, abort_requested_by = NULL, abort_stop_schedule = false';
+
 /** Upper bound on a stored error message, so a chatty handler cannot bloat the runs table. */
 export const MAX_ERROR_CHARS = 4096;
 

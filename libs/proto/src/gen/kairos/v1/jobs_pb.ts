@@ -37,7 +37,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file kairos/v1/jobs.proto.
  */
 export const file_kairos_v1_jobs: GenFile = /*@__PURE__*/
-  fileDesc("ChRrYWlyb3MvdjEvam9icy5wcm90bxIJa2Fpcm9zLnYxIqAECgNKb2ISCgoCaWQYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEgwKBG5hbWUYAyABKAkSDAoEdGFzaxgEIAEoCRIsCgZydW5fYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYBiABKAlIABIQCgh0aW1lem9uZRgHIAEoCRIoCgdwYXlsb2FkGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIiCgVzdGF0ZRgJIAEoDjITLmthaXJvcy52MS5Kb2JTdGF0ZRIvCgtuZXh0X3J1bl9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgLIAEoDRIUCgxtYXhfYXR0ZW1wdHMYDCABKA0SFwoPdGltZW91dF9zZWNvbmRzGA0gASgNEjAKDm1pc2ZpcmVfcG9saWN5GA4gASgOMhgua2Fpcm9zLnYxLk1pc2ZpcmVQb2xpY3kSFwoPaWRlbXBvdGVuY3lfa2V5GA8gASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YECABKAQSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBgoEd2hlbiKuAgoDUnVuEg4KBnJ1bl9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkSDwoHYXR0ZW1wdBgDIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAQgASgEEjEKDXNjaGVkdWxlZF9mb3IYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnN0YXJ0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgdvdXRjb21lGAggASgOMhUua2Fpcm9zLnYxLlJ1bk91dGNvbWUSEQoJd29ya2VyX2lkGAkgASgJEg0KBWVycm9yGAogASgJIs4CCgVBZ2VudBIQCghhZ2VudF9pZBgBIAEoCRINCgV0YXNrcxgCIAMoCRIQCghjYXBhY2l0eRgDIAEoDRIRCglpbl9mbGlnaHQYBCABKA0SMAoMY29ubmVjdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1ChFsYXN0X2hlYXJ0YmVhdF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIZHJhaW5pbmcYByABKAgSDwoHdmVyc2lvbhgIIAEoCRIWCg5jb29yZGluYXRvcl9pZBgJIAEoCRIRCgluYW1lc3BhY2UYCiABKAkSNQoRcXVhcmFudGluZWRfdW50aWwYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXByb2JhdGlvbhgMIAEoCCKuAgoQQ3JlYXRlSm9iUmVxdWVzdBIsCgZydW5fYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYAiABKAlIABIQCgh0aW1lem9uZRgDIAEoCRIMCgR0YXNrGAQgASgJEigKB3BheWxvYWQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgwKBG5hbWUYBiABKAkSFAoMbWF4X2F0dGVtcHRzGAcgASgNEhcKD3RpbWVvdXRfc2Vjb25kcxgIIAEoDRIwCg5taXNmaXJlX3BvbGljeRgJIAEoDjIYLmthaXJvcy52MS5NaXNmaXJlUG9saWN5EhcKD2lkZW1wb3RlbmN5X2tleRgKIAEoCUIGCgR3aGVuIjQKEUNyZWF0ZUpvYlJlc3BvbnNlEg4KBmpvYl9pZBgBIAEoCRIPCgdjcmVhdGVkGAIgASgIIh8KDUdldEpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIi0KDkdldEpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiYgoPTGlzdEpvYnNSZXF1ZXN0EiIKBXN0YXRlGAEgASgOMhMua2Fpcm9zLnYxLkpvYlN0YXRlEgwKBHRhc2sYAiABKAkSDQoFbGltaXQYAyABKA0SDgoGY3Vyc29yGAQgASgJIkUKEExpc3RKb2JzUmVzcG9uc2USHAoEam9icxgBIAMoCzIOLmthaXJvcy52MS5Kb2ISEwoLbmV4dF9jdXJzb3IYAiABKAkiIgoQQ2FuY2VsSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiEwoRQ2FuY2VsSm9iUmVzcG9uc2UiIQoPUGF1c2VKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIvChBQYXVzZUpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiIgoQUmVzdW1lSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiMAoRUmVzdW1lSm9iUmVzcG9uc2USGwoDam9iGAEgASgLMg4ua2Fpcm9zLnYxLkpvYiIjChFUcmlnZ2VySm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiMQoSVHJpZ2dlckpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiQAoPTGlzdFJ1bnNSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRINCgVsaW1pdBgCIAEoDRIOCgZjdXJzb3IYAyABKAkiRQoQTGlzdFJ1bnNSZXNwb25zZRIcCgRydW5zGAEgAygLMg4ua2Fpcm9zLnYxLlJ1bhITCgtuZXh0X2N1cnNvchgCIAEoCSITChFMaXN0QWdlbnRzUmVxdWVzdCI2ChJMaXN0QWdlbnRzUmVzcG9uc2USIAoGYWdlbnRzGAEgAygLMhAua2Fpcm9zLnYxLkFnZW50KqsBCghKb2JTdGF0ZRIZChVKT0JfU1RBVEVfVU5TUEVDSUZJRUQQABIRCg1KT0JfU1RBVEVfRFVFEAESFQoRSk9CX1NUQVRFX0NMQUlNRUQQAhIXChNKT0JfU1RBVEVfQ09NUExFVEVEEAMSEgoOSk9CX1NUQVRFX0RFQUQQBBIUChBKT0JfU1RBVEVfUEFVU0VEEAUSFwoTSk9CX1NUQVRFX0NBTkNFTExFRBAGKmYKDU1pc2ZpcmVQb2xpY3kSHgoaTUlTRklSRV9QT0xJQ1lfVU5TUEVDSUZJRUQQABIcChhNSVNGSVJFX1BPTElDWV9GSVJFX09OQ0UQARIXChNNSVNGSVJFX1BPTElDWV9TS0lQEAIq4wEKClJ1bk91dGNvbWUSGwoXUlVOX09VVENPTUVfVU5TUEVDSUZJRUQQABIXChNSVU5fT1VUQ09NRV9SVU5OSU5HEAESGQoVUlVOX09VVENPTUVfU1VDQ0VFREVEEAISFgoSUlVOX09VVENPTUVfRkFJTEVEEAMSGQoVUlVOX09VVENPTUVfVElNRURfT1VUEAQSHQoZUlVOX09VVENPTUVfTEVBU0VfRVhQSVJFRBAFEhkKFVJVTl9PVVRDT01FX0NBTkNFTExFRBAGEhcKE1JVTl9PVVRDT01FX1NLSVBQRUQQBzKIBQoKSm9iU2VydmljZRJGCglDcmVhdGVKb2ISGy5rYWlyb3MudjEuQ3JlYXRlSm9iUmVxdWVzdBocLmthaXJvcy52MS5DcmVhdGVKb2JSZXNwb25zZRI9CgZHZXRKb2ISGC5rYWlyb3MudjEuR2V0Sm9iUmVxdWVzdBoZLmthaXJvcy52MS5HZXRKb2JSZXNwb25zZRJDCghMaXN0Sm9icxIaLmthaXJvcy52MS5MaXN0Sm9ic1JlcXVlc3QaGy5rYWlyb3MudjEuTGlzdEpvYnNSZXNwb25zZRJGCglDYW5jZWxKb2ISGy5rYWlyb3MudjEuQ2FuY2VsSm9iUmVxdWVzdBocLmthaXJvcy52MS5DYW5jZWxKb2JSZXNwb25zZRJDCghQYXVzZUpvYhIaLmthaXJvcy52MS5QYXVzZUpvYlJlcXVlc3QaGy5rYWlyb3MudjEuUGF1c2VKb2JSZXNwb25zZRJGCglSZXN1bWVKb2ISGy5rYWlyb3MudjEuUmVzdW1lSm9iUmVxdWVzdBocLmthaXJvcy52MS5SZXN1bWVKb2JSZXNwb25zZRJJCgpUcmlnZ2VySm9iEhwua2Fpcm9zLnYxLlRyaWdnZXJKb2JSZXF1ZXN0Gh0ua2Fpcm9zLnYxLlRyaWdnZXJKb2JSZXNwb25zZRJDCghMaXN0UnVucxIaLmthaXJvcy52MS5MaXN0UnVuc1JlcXVlc3QaGy5rYWlyb3MudjEuTGlzdFJ1bnNSZXNwb25zZRJJCgpMaXN0QWdlbnRzEhwua2Fpcm9zLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh0ua2Fpcm9zLnYxLkxpc3RBZ2VudHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChRrYWlyb3MvdjEvam9icy5wcm90bxIJa2Fpcm9zLnYxIssECgNKb2ISCgoCaWQYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEgwKBG5hbWUYAyABKAkSDAoEdGFzaxgEIAEoCRIsCgZydW5fYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYBiABKAlIABIQCgh0aW1lem9uZRgHIAEoCRIoCgdwYXlsb2FkGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIiCgVzdGF0ZRgJIAEoDjITLmthaXJvcy52MS5Kb2JTdGF0ZRIvCgtuZXh0X3J1bl9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgLIAEoDRIUCgxtYXhfYXR0ZW1wdHMYDCABKA0SFwoPdGltZW91dF9zZWNvbmRzGA0gASgNEjAKDm1pc2ZpcmVfcG9saWN5GA4gASgOMhgua2Fpcm9zLnYxLk1pc2ZpcmVQb2xpY3kSFwoPaWRlbXBvdGVuY3lfa2V5GA8gASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YECABKAQSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFYWJvcnQYEyABKAsyGi5rYWlyb3MudjEuQWJvcnRJblByb2dyZXNzQgYKBHdoZW4icAoPQWJvcnRJblByb2dyZXNzEjAKDHJlcXVlc3RlZF9hdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMcmVxdWVzdGVkX2J5GAIgASgJEhUKDXN0b3Bfc2NoZWR1bGUYAyABKAgiwgIKA1J1bhIOCgZydW5faWQYASABKAkSDgoGam9iX2lkGAIgASgJEg8KB2F0dGVtcHQYAyABKA0SGAoQbGVhc2VfZ2VuZXJhdGlvbhgEIAEoBBIxCg1zY2hlZHVsZWRfZm9yGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpzdGFydGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoHb3V0Y29tZRgIIAEoDjIVLmthaXJvcy52MS5SdW5PdXRjb21lEhEKCXdvcmtlcl9pZBgJIAEoCRINCgVlcnJvchgKIAEoCRISCgphYm9ydGVkX2J5GAsgASgJIs4CCgVBZ2VudBIQCghhZ2VudF9pZBgBIAEoCRINCgV0YXNrcxgCIAMoCRIQCghjYXBhY2l0eRgDIAEoDRIRCglpbl9mbGlnaHQYBCABKA0SMAoMY29ubmVjdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1ChFsYXN0X2hlYXJ0YmVhdF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIZHJhaW5pbmcYByABKAgSDwoHdmVyc2lvbhgIIAEoCRIWCg5jb29yZGluYXRvcl9pZBgJIAEoCRIRCgluYW1lc3BhY2UYCiABKAkSNQoRcXVhcmFudGluZWRfdW50aWwYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXByb2JhdGlvbhgMIAEoCCKuAgoQQ3JlYXRlSm9iUmVxdWVzdBIsCgZydW5fYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYAiABKAlIABIQCgh0aW1lem9uZRgDIAEoCRIMCgR0YXNrGAQgASgJEigKB3BheWxvYWQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgwKBG5hbWUYBiABKAkSFAoMbWF4X2F0dGVtcHRzGAcgASgNEhcKD3RpbWVvdXRfc2Vjb25kcxgIIAEoDRIwCg5taXNmaXJlX3BvbGljeRgJIAEoDjIYLmthaXJvcy52MS5NaXNmaXJlUG9saWN5EhcKD2lkZW1wb3RlbmN5X2tleRgKIAEoCUIGCgR3aGVuIjQKEUNyZWF0ZUpvYlJlc3BvbnNlEg4KBmpvYl9pZBgBIAEoCRIPCgdjcmVhdGVkGAIgASgIIh8KDUdldEpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIi0KDkdldEpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiYgoPTGlzdEpvYnNSZXF1ZXN0EiIKBXN0YXRlGAEgASgOMhMua2Fpcm9zLnYxLkpvYlN0YXRlEgwKBHRhc2sYAiABKAkSDQoFbGltaXQYAyABKA0SDgoGY3Vyc29yGAQgASgJIkUKEExpc3RKb2JzUmVzcG9uc2USHAoEam9icxgBIAMoCzIOLmthaXJvcy52MS5Kb2ISEwoLbmV4dF9jdXJzb3IYAiABKAkiIgoQQ2FuY2VsSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiEwoRQ2FuY2VsSm9iUmVzcG9uc2UiOAoPQWJvcnRSdW5SZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRIVCg1zdG9wX3NjaGVkdWxlGAIgASgIInsKEEFib3J0UnVuUmVzcG9uc2USDgoGcnVuX2lkGAEgASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YAiABKAQSEAoIYWdlbnRfaWQYAyABKAkSFAoMcmVxdWVzdGVkX2J5GAQgASgJEhUKDXN0b3Bfc2NoZWR1bGUYBSABKAgiIQoPUGF1c2VKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIvChBQYXVzZUpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiIgoQUmVzdW1lSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiMAoRUmVzdW1lSm9iUmVzcG9uc2USGwoDam9iGAEgASgLMg4ua2Fpcm9zLnYxLkpvYiIjChFUcmlnZ2VySm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiMQoSVHJpZ2dlckpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiQAoPTGlzdFJ1bnNSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRINCgVsaW1pdBgCIAEoDRIOCgZjdXJzb3IYAyABKAkiRQoQTGlzdFJ1bnNSZXNwb25zZRIcCgRydW5zGAEgAygLMg4ua2Fpcm9zLnYxLlJ1bhITCgtuZXh0X2N1cnNvchgCIAEoCSITChFMaXN0QWdlbnRzUmVxdWVzdCI2ChJMaXN0QWdlbnRzUmVzcG9uc2USIAoGYWdlbnRzGAEgAygLMhAua2Fpcm9zLnYxLkFnZW50KqsBCghKb2JTdGF0ZRIZChVKT0JfU1RBVEVfVU5TUEVDSUZJRUQQABIRCg1KT0JfU1RBVEVfRFVFEAESFQoRSk9CX1NUQVRFX0NMQUlNRUQQAhIXChNKT0JfU1RBVEVfQ09NUExFVEVEEAMSEgoOSk9CX1NUQVRFX0RFQUQQBBIUChBKT0JfU1RBVEVfUEFVU0VEEAUSFwoTSk9CX1NUQVRFX0NBTkNFTExFRBAGKmYKDU1pc2ZpcmVQb2xpY3kSHgoaTUlTRklSRV9QT0xJQ1lfVU5TUEVDSUZJRUQQABIcChhNSVNGSVJFX1BPTElDWV9GSVJFX09OQ0UQARIXChNNSVNGSVJFX1BPTElDWV9TS0lQEAIq4wEKClJ1bk91dGNvbWUSGwoXUlVOX09VVENPTUVfVU5TUEVDSUZJRUQQABIXChNSVU5fT1VUQ09NRV9SVU5OSU5HEAESGQoVUlVOX09VVENPTUVfU1VDQ0VFREVEEAISFgoSUlVOX09VVENPTUVfRkFJTEVEEAMSGQoVUlVOX09VVENPTUVfVElNRURfT1VUEAQSHQoZUlVOX09VVENPTUVfTEVBU0VfRVhQSVJFRBAFEhkKFVJVTl9PVVRDT01FX0NBTkNFTExFRBAGEhcKE1JVTl9PVVRDT01FX1NLSVBQRUQQBzLNBQoKSm9iU2VydmljZRJGCglDcmVhdGVKb2ISGy5rYWlyb3MudjEuQ3JlYXRlSm9iUmVxdWVzdBocLmthaXJvcy52MS5DcmVhdGVKb2JSZXNwb25zZRI9CgZHZXRKb2ISGC5rYWlyb3MudjEuR2V0Sm9iUmVxdWVzdBoZLmthaXJvcy52MS5HZXRKb2JSZXNwb25zZRJDCghMaXN0Sm9icxIaLmthaXJvcy52MS5MaXN0Sm9ic1JlcXVlc3QaGy5rYWlyb3MudjEuTGlzdEpvYnNSZXNwb25zZRJGCglDYW5jZWxKb2ISGy5rYWlyb3MudjEuQ2FuY2VsSm9iUmVxdWVzdBocLmthaXJvcy52MS5DYW5jZWxKb2JSZXNwb25zZRJDCghBYm9ydFJ1bhIaLmthaXJvcy52MS5BYm9ydFJ1blJlcXVlc3QaGy5rYWlyb3MudjEuQWJvcnRSdW5SZXNwb25zZRJDCghQYXVzZUpvYhIaLmthaXJvcy52MS5QYXVzZUpvYlJlcXVlc3QaGy5rYWlyb3MudjEuUGF1c2VKb2JSZXNwb25zZRJGCglSZXN1bWVKb2ISGy5rYWlyb3MudjEuUmVzdW1lSm9iUmVxdWVzdBocLmthaXJvcy52MS5SZXN1bWVKb2JSZXNwb25zZRJJCgpUcmlnZ2VySm9iEhwua2Fpcm9zLnYxLlRyaWdnZXJKb2JSZXF1ZXN0Gh0ua2Fpcm9zLnYxLlRyaWdnZXJKb2JSZXNwb25zZRJDCghMaXN0UnVucxIaLmthaXJvcy52MS5MaXN0UnVuc1JlcXVlc3QaGy5rYWlyb3MudjEuTGlzdFJ1bnNSZXNwb25zZRJJCgpMaXN0QWdlbnRzEhwua2Fpcm9zLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh0ua2Fpcm9zLnYxLkxpc3RBZ2VudHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A scheduled job as stored by the coordinator.
@@ -192,6 +192,14 @@ export type Job = Message<"kairos.v1.Job"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 18;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * Set while an abort of the running run is in progress (AbortRun), until
+   * the run has ended; unset otherwise.
+   *
+   * @generated from field: kairos.v1.AbortInProgress abort = 19;
+   */
+  abort?: AbortInProgress | undefined;
 };
 
 /**
@@ -200,6 +208,42 @@ export type Job = Message<"kairos.v1.Job"> & {
  */
 export const JobSchema: GenMessage<Job> = /*@__PURE__*/
   messageDesc(file_kairos_v1_jobs, 0);
+
+/**
+ * An abort of a job's running run that has not settled yet.
+ *
+ * @generated from message kairos.v1.AbortInProgress
+ */
+export type AbortInProgress = Message<"kairos.v1.AbortInProgress"> & {
+  /**
+   * When the first AbortRun call was recorded (database clock).
+   *
+   * @generated from field: google.protobuf.Timestamp requested_at = 1;
+   */
+  requestedAt?: Timestamp | undefined;
+
+  /**
+   * Who asked: the name and id of the caller's token.
+   *
+   * @generated from field: string requested_by = 2;
+   */
+  requestedBy: string;
+
+  /**
+   * Whether a recurring job ends with the run (CANCELLED) instead of going
+   * on to its next occurrence.
+   *
+   * @generated from field: bool stop_schedule = 3;
+   */
+  stopSchedule: boolean;
+};
+
+/**
+ * Describes the message kairos.v1.AbortInProgress.
+ * Use `create(AbortInProgressSchema)` to create a new message.
+ */
+export const AbortInProgressSchema: GenMessage<AbortInProgress> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 1);
 
 /**
  * One execution of a job (an attempt), or a skipped occurrence.
@@ -280,6 +324,14 @@ export type Run = Message<"kairos.v1.Run"> & {
    * @generated from field: string error = 10;
    */
   error: string;
+
+  /**
+   * Who aborted the run (AbortRun): the name and id of their token; empty
+   * when nobody did.
+   *
+   * @generated from field: string aborted_by = 11;
+   */
+  abortedBy: string;
 };
 
 /**
@@ -287,7 +339,7 @@ export type Run = Message<"kairos.v1.Run"> & {
  * Use `create(RunSchema)` to create a new message.
  */
 export const RunSchema: GenMessage<Run> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 1);
+  messageDesc(file_kairos_v1_jobs, 2);
 
 /**
  * A connected agent process, as seen by the coordinators.
@@ -387,7 +439,7 @@ export type Agent = Message<"kairos.v1.Agent"> & {
  * Use `create(AgentSchema)` to create a new message.
  */
 export const AgentSchema: GenMessage<Agent> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 2);
+  messageDesc(file_kairos_v1_jobs, 3);
 
 /**
  * @generated from message kairos.v1.CreateJobRequest
@@ -490,7 +542,7 @@ export type CreateJobRequest = Message<"kairos.v1.CreateJobRequest"> & {
  * Use `create(CreateJobRequestSchema)` to create a new message.
  */
 export const CreateJobRequestSchema: GenMessage<CreateJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 3);
+  messageDesc(file_kairos_v1_jobs, 4);
 
 /**
  * @generated from message kairos.v1.CreateJobResponse
@@ -518,7 +570,7 @@ export type CreateJobResponse = Message<"kairos.v1.CreateJobResponse"> & {
  * Use `create(CreateJobResponseSchema)` to create a new message.
  */
 export const CreateJobResponseSchema: GenMessage<CreateJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 4);
+  messageDesc(file_kairos_v1_jobs, 5);
 
 /**
  * @generated from message kairos.v1.GetJobRequest
@@ -537,7 +589,7 @@ export type GetJobRequest = Message<"kairos.v1.GetJobRequest"> & {
  * Use `create(GetJobRequestSchema)` to create a new message.
  */
 export const GetJobRequestSchema: GenMessage<GetJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 5);
+  messageDesc(file_kairos_v1_jobs, 6);
 
 /**
  * @generated from message kairos.v1.GetJobResponse
@@ -556,7 +608,7 @@ export type GetJobResponse = Message<"kairos.v1.GetJobResponse"> & {
  * Use `create(GetJobResponseSchema)` to create a new message.
  */
 export const GetJobResponseSchema: GenMessage<GetJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 6);
+  messageDesc(file_kairos_v1_jobs, 7);
 
 /**
  * @generated from message kairos.v1.ListJobsRequest
@@ -598,7 +650,7 @@ export type ListJobsRequest = Message<"kairos.v1.ListJobsRequest"> & {
  * Use `create(ListJobsRequestSchema)` to create a new message.
  */
 export const ListJobsRequestSchema: GenMessage<ListJobsRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 7);
+  messageDesc(file_kairos_v1_jobs, 8);
 
 /**
  * @generated from message kairos.v1.ListJobsResponse
@@ -624,7 +676,7 @@ export type ListJobsResponse = Message<"kairos.v1.ListJobsResponse"> & {
  * Use `create(ListJobsResponseSchema)` to create a new message.
  */
 export const ListJobsResponseSchema: GenMessage<ListJobsResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 8);
+  messageDesc(file_kairos_v1_jobs, 9);
 
 /**
  * @generated from message kairos.v1.CancelJobRequest
@@ -643,7 +695,7 @@ export type CancelJobRequest = Message<"kairos.v1.CancelJobRequest"> & {
  * Use `create(CancelJobRequestSchema)` to create a new message.
  */
 export const CancelJobRequestSchema: GenMessage<CancelJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 9);
+  messageDesc(file_kairos_v1_jobs, 10);
 
 /**
  * Intentionally empty: success means the job is CANCELLED.
@@ -658,7 +710,82 @@ export type CancelJobResponse = Message<"kairos.v1.CancelJobResponse"> & {
  * Use `create(CancelJobResponseSchema)` to create a new message.
  */
 export const CancelJobResponseSchema: GenMessage<CancelJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 10);
+  messageDesc(file_kairos_v1_jobs, 11);
+
+/**
+ * @generated from message kairos.v1.AbortRunRequest
+ */
+export type AbortRunRequest = Message<"kairos.v1.AbortRunRequest"> & {
+  /**
+   * Required. Identifier of the job whose running run to stop.
+   *
+   * @generated from field: string job_id = 1;
+   */
+  jobId: string;
+
+  /**
+   * Recurring jobs: end the schedule too (the job becomes CANCELLED)
+   * instead of going on to the next occurrence. No effect on one-off jobs,
+   * which end CANCELLED anyway.
+   *
+   * @generated from field: bool stop_schedule = 2;
+   */
+  stopSchedule: boolean;
+};
+
+/**
+ * Describes the message kairos.v1.AbortRunRequest.
+ * Use `create(AbortRunRequestSchema)` to create a new message.
+ */
+export const AbortRunRequestSchema: GenMessage<AbortRunRequest> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 12);
+
+/**
+ * @generated from message kairos.v1.AbortRunResponse
+ */
+export type AbortRunResponse = Message<"kairos.v1.AbortRunResponse"> & {
+  /**
+   * The run being stopped.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * The lease (fencing token) of that run.
+   *
+   * @generated from field: uint64 lease_generation = 2;
+   */
+  leaseGeneration: bigint;
+
+  /**
+   * The agent holding the lease, which was asked to stop the run.
+   *
+   * @generated from field: string agent_id = 3;
+   */
+  agentId: string;
+
+  /**
+   * Who asked first (an abort asked twice keeps the first caller).
+   *
+   * @generated from field: string requested_by = 4;
+   */
+  requestedBy: string;
+
+  /**
+   * Whether the schedule ends with the run.
+   *
+   * @generated from field: bool stop_schedule = 5;
+   */
+  stopSchedule: boolean;
+};
+
+/**
+ * Describes the message kairos.v1.AbortRunResponse.
+ * Use `create(AbortRunResponseSchema)` to create a new message.
+ */
+export const AbortRunResponseSchema: GenMessage<AbortRunResponse> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 13);
 
 /**
  * @generated from message kairos.v1.PauseJobRequest
@@ -677,7 +804,7 @@ export type PauseJobRequest = Message<"kairos.v1.PauseJobRequest"> & {
  * Use `create(PauseJobRequestSchema)` to create a new message.
  */
 export const PauseJobRequestSchema: GenMessage<PauseJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 11);
+  messageDesc(file_kairos_v1_jobs, 14);
 
 /**
  * @generated from message kairos.v1.PauseJobResponse
@@ -696,7 +823,7 @@ export type PauseJobResponse = Message<"kairos.v1.PauseJobResponse"> & {
  * Use `create(PauseJobResponseSchema)` to create a new message.
  */
 export const PauseJobResponseSchema: GenMessage<PauseJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 12);
+  messageDesc(file_kairos_v1_jobs, 15);
 
 /**
  * @generated from message kairos.v1.ResumeJobRequest
@@ -715,7 +842,7 @@ export type ResumeJobRequest = Message<"kairos.v1.ResumeJobRequest"> & {
  * Use `create(ResumeJobRequestSchema)` to create a new message.
  */
 export const ResumeJobRequestSchema: GenMessage<ResumeJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 13);
+  messageDesc(file_kairos_v1_jobs, 16);
 
 /**
  * @generated from message kairos.v1.ResumeJobResponse
@@ -734,7 +861,7 @@ export type ResumeJobResponse = Message<"kairos.v1.ResumeJobResponse"> & {
  * Use `create(ResumeJobResponseSchema)` to create a new message.
  */
 export const ResumeJobResponseSchema: GenMessage<ResumeJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 14);
+  messageDesc(file_kairos_v1_jobs, 17);
 
 /**
  * @generated from message kairos.v1.TriggerJobRequest
@@ -753,7 +880,7 @@ export type TriggerJobRequest = Message<"kairos.v1.TriggerJobRequest"> & {
  * Use `create(TriggerJobRequestSchema)` to create a new message.
  */
 export const TriggerJobRequestSchema: GenMessage<TriggerJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 15);
+  messageDesc(file_kairos_v1_jobs, 18);
 
 /**
  * @generated from message kairos.v1.TriggerJobResponse
@@ -772,7 +899,7 @@ export type TriggerJobResponse = Message<"kairos.v1.TriggerJobResponse"> & {
  * Use `create(TriggerJobResponseSchema)` to create a new message.
  */
 export const TriggerJobResponseSchema: GenMessage<TriggerJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 16);
+  messageDesc(file_kairos_v1_jobs, 19);
 
 /**
  * @generated from message kairos.v1.ListRunsRequest
@@ -807,7 +934,7 @@ export type ListRunsRequest = Message<"kairos.v1.ListRunsRequest"> & {
  * Use `create(ListRunsRequestSchema)` to create a new message.
  */
 export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 17);
+  messageDesc(file_kairos_v1_jobs, 20);
 
 /**
  * @generated from message kairos.v1.ListRunsResponse
@@ -833,7 +960,7 @@ export type ListRunsResponse = Message<"kairos.v1.ListRunsResponse"> & {
  * Use `create(ListRunsResponseSchema)` to create a new message.
  */
 export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 18);
+  messageDesc(file_kairos_v1_jobs, 21);
 
 /**
  * @generated from message kairos.v1.ListAgentsRequest
@@ -846,7 +973,7 @@ export type ListAgentsRequest = Message<"kairos.v1.ListAgentsRequest"> & {
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 19);
+  messageDesc(file_kairos_v1_jobs, 22);
 
 /**
  * @generated from message kairos.v1.ListAgentsResponse
@@ -865,7 +992,7 @@ export type ListAgentsResponse = Message<"kairos.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 20);
+  messageDesc(file_kairos_v1_jobs, 23);
 
 /**
  * Lifecycle state of a job.
@@ -1098,8 +1225,9 @@ export const JobService: GenService<{
    * and never runs again. Cancelling a CANCELLED job succeeds again (no-op).
    *
    * FAILED_PRECONDITION when the job is CLAIMED (an agent holds its lease;
-   * a claimed job cannot be cancelled, retry once the run has ended) or
-   * finished (COMPLETED, DEAD). NOT_FOUND for an unknown id.
+   * a claimed job cannot be cancelled: stop the run with AbortRun, or retry
+   * once it has ended) or finished (COMPLETED, DEAD). NOT_FOUND for an
+   * unknown id.
    *
    * @generated from rpc kairos.v1.JobService.CancelJob
    */
@@ -1107,6 +1235,33 @@ export const JobService: GenService<{
     methodKind: "unary";
     input: typeof CancelJobRequestSchema;
     output: typeof CancelJobResponseSchema;
+  },
+  /**
+   * Stops the run that is executing a CLAIMED job. The coordinator revokes
+   * the lease with reason CANCELLED; the agent aborts the handler (an `exec`
+   * child gets SIGTERM, then SIGKILL after a grace), reports, and the run is
+   * recorded CANCELLED with `aborted_by` naming the caller's token. The lease
+   * stays with the agent until it has reported, so the job never runs twice
+   * at once; an agent that does not report within the abort grace loses the
+   * lease to expiry and the run is recorded LEASE_EXPIRED (aborted_by set).
+   * A run that succeeded before the abort reached it stays SUCCEEDED.
+   *
+   * Afterwards a one-off job is CANCELLED (COMPLETED if the run succeeded
+   * first); a recurring job goes on to its next occurrence, or is CANCELLED
+   * with stop_schedule. An aborted run is never retried.
+   *
+   * Answers once the revoke is sent, before the run has stopped: follow the
+   * run in ListRuns. Asking again while the abort is in progress answers the
+   * same run (idempotent; stop_schedule can be added, not removed).
+   * FAILED_PRECONDITION when nothing is running (the job is not CLAIMED);
+   * NOT_FOUND for an unknown id.
+   *
+   * @generated from rpc kairos.v1.JobService.AbortRun
+   */
+  abortRun: {
+    methodKind: "unary";
+    input: typeof AbortRunRequestSchema;
+    output: typeof AbortRunResponseSchema;
   },
   /**
    * Pauses a DUE job: it stays PAUSED, and is not claimed, until resumed.
