@@ -257,6 +257,38 @@ describe('kairos jobs / runs / agents against a JobService on loopback', () => {
     expect(JSON.parse((await kairos(['jobs', 'pause', 'f', '--json'])).stdout)).toMatchObject({ id: 'f', state: 'PAUSED' });
   });
 
+  it('jobs abort sends --stop-schedule and says which run on which agent is being stopped', async () => {
+    const { server, kairos } = await setup();
+    expect((await kairos(['jobs', 'abort', 'j-1'])).stdout).toBe(
+      'aborting run 42 of job j-1 on agent agent-b: follow it with "kairos runs j-1"\n',
+    );
+    expect(server.lastRequest('abortRun')).toMatchObject({ jobId: 'j-1', stopSchedule: false });
+    const json = JSON.parse((await kairos(['jobs', 'abort', 'j-2', '--stop-schedule', '--json'])).stdout);
+    expect(json).toEqual({ jobId: 'j-2', runId: '42', leaseGeneration: 8, agentId: 'agent-b', requestedBy: 'oncall (token t-1)', stopSchedule: true });
+    server.handle({
+      abortRun: () => {
+        throw grpcError(status.FAILED_PRECONDITION, 'nothing to abort: the job is DUE, not running');
+      },
+    });
+    const refused = await kairos(['jobs', 'abort', 'j-3']);
+    expect(refused.code).toBe(4);
+    expect(refused.stderr).toMatch(/nothing to abort/);
+  });
+
+  it('schedule preview prints instants, local readings and DST notes; jobs upcoming asks for the job', async () => {
+    const { server, kairos } = await setup();
+    const result = await kairos(['schedule', 'preview', '--schedule', '30 2 * * *', '--timezone', 'Europe/Berlin', '--count', '2', '--from', '2027-03-28T00:00:00Z']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/AT\s+LOCAL \(Europe\/Berlin\)\s+DST/);
+    expect(result.stdout).toMatch(/2027-03-28T01:30:00Z\s+2027-03-28 03:30:00 \+02:00\s+shifted: 02:30:00 does not exist that day \(spring forward\)/);
+    expect(result.stdout).toMatch(/2027-03-29T00:30:00Z\s+2027-03-29 02:30:00 \+02:00\s+-/);
+    expect(server.lastRequest('previewSchedule')).toMatchObject({ schedule: '30 2 * * *', timezone: 'Europe/Berlin', count: 2 });
+    const json = JSON.parse((await kairos(['schedule', 'preview', '--schedule', '30 2 * * *', '--json'])).stdout);
+    expect(json.occurrences[0]).toMatchObject({ dst: 'gap-shifted', scheduledLocal: '2027-03-28T02:30:00' });
+    expect((await kairos(['jobs', 'upcoming', 'j-4', '--count', '5'])).stdout).toBe('no upcoming occurrences\n');
+    expect(server.lastRequest('listUpcoming')).toMatchObject({ jobId: 'j-4', count: 5 });
+  });
+
   it('runs prints a table, or JSON', async () => {
     const { server, kairos } = await setup();
     const result = await kairos(['runs', 'job-1', '--limit', '2']);

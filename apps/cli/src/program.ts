@@ -9,6 +9,7 @@ import { registerJobCommands } from './commands/jobs';
 import { registerProcessCommands } from './commands/processes';
 import type { ProcessModules } from './commands/process-modules';
 import { registerRunsCommand } from './commands/runs';
+import { registerScheduleCommands } from './commands/schedule';
 import { registerTokenCommands } from './commands/tokens';
 import { DEFAULT_ADDRESS } from './context';
 import type { CliIo } from './io';
@@ -42,7 +43,8 @@ export function buildProgram(io: CliIo, modules: ProcessModules): Command {
         'Jobs run at least once: handlers must be idempotent.',
     );
 
-  registerJobCommands(program, io);
+  const jobs = registerJobCommands(program, io);
+  registerScheduleCommands(program, jobs, io);
   registerRunsCommand(program, io);
   registerAgentsCommand(program, io);
   registerProcessCommands(program, io, modules);

@@ -158,6 +158,24 @@ describe('createKairosClient against a JobService on loopback', () => {
     await expect(client.abortRun('g', { stopSchedule: 'yes' as never })).rejects.toMatchObject({ code: 'invalid-argument', field: 'stopSchedule' });
   });
 
+  it('previews a schedule (DST marks as words, empty strings as null) and lists a job\'s upcoming occurrences', async () => {
+    const { server, client } = await start();
+    const preview = await client.previewSchedule({ schedule: '30 2 * * *', timezone: 'Europe/Berlin', count: 2, from: '2027-03-28T00:00:00Z' });
+    expect(server.lastRequest('previewSchedule')).toMatchObject({ schedule: '30 2 * * *', timezone: 'Europe/Berlin', count: 2 });
+    expect(preview).toEqual({
+      schedule: '30 2 * * *',
+      timezone: 'Europe/Berlin',
+      occurrences: [
+        { at: new Date('2027-03-28T01:30:00Z'), local: '2027-03-28T03:30:00', offset: '+02:00', dst: 'gap-shifted', scheduledLocal: '2027-03-28T02:30:00' },
+        { at: new Date('2027-03-29T00:30:00Z'), local: '2027-03-29T02:30:00', offset: '+02:00', dst: null, scheduledLocal: null },
+      ],
+    });
+    await expect(client.previewSchedule({ schedule: '* * * * *', from: 'tomorrow' })).rejects.toMatchObject({ code: 'invalid-argument', field: 'from' });
+    await expect(client.previewSchedule({ schedule: '' })).rejects.toMatchObject({ field: 'schedule' });
+    expect(await client.listUpcoming('h', { count: 3 })).toEqual({ schedule: null, timezone: 'UTC', occurrences: [] });
+    expect(server.lastRequest('listUpcoming')).toMatchObject({ jobId: 'h', count: 3 });
+  });
+
   it('lists runs with paging', async () => {
     const { server, client } = await start();
     const page = await client.listRuns('job-1', { limit: 2, cursor: 'c' });

@@ -21,6 +21,8 @@ import {
   type CreateTokenResponse,
   type GetJobResponse,
   type ListAgentsResponse,
+  type ListUpcomingResponse,
+  type PreviewScheduleResponse,
   type ListJobsResponse,
   type ListRunsResponse,
   type ListTokensResponse,
@@ -44,8 +46,10 @@ import {
   type Job,
   type JobPage,
   type ListJobsOptions,
+  uint32,
 } from './jobs';
 import { runFromWire, type ListRunsOptions, type RunPage } from './runs';
+import { occurrenceFromWire, previewRequest, type PreviewScheduleInput, type SchedulePreview } from './schedules';
 import { createTokenRequest, tokenFromWire, type CreatedToken, type CreateTokenInput, type Token } from './tokens';
 import { counter, textOrNull } from './wire-values';
 
@@ -83,6 +87,10 @@ export interface KairosClient {
   triggerJob(jobId: string): Promise<Job>;
   /** One page of a job's runs, oldest first. */
   listRuns(jobId: string, options?: ListRunsOptions): Promise<RunPage>;
+  /** The next occurrences of a cron schedule, marked where DST moved them (nothing is created). */
+  previewSchedule(input: PreviewScheduleInput): Promise<SchedulePreview>;
+  /** A job's next occurrences, starting with the one it waits to serve. */
+  listUpcoming(jobId: string, options?: { count?: number }): Promise<SchedulePreview>;
   /** Agents connected to the coordinators, by agentId. */
   listAgents(): Promise<Agent[]>;
   /** Creates a token in the caller's namespace (admin token); the secret is returned once. */
@@ -183,6 +191,16 @@ export function createKairosClient(options: KairosClientOptions): KairosClient {
       const request = { jobId: requireJobId(jobId), ...pageRequest(listOptions) };
       const response = await unary<ListRunsResponse>('ListRuns', (md, opts, cb) => grpcClient.listRuns(request, md, opts, cb));
       return { runs: response.runs.map(runFromWire), nextCursor: textOrNull(response.nextCursor) };
+    },
+    async previewSchedule(input) {
+      const request = previewRequest(input);
+      const response = await unary<PreviewScheduleResponse>('PreviewSchedule', (md, opts, cb) => grpcClient.previewSchedule(request, md, opts, cb));
+      return { schedule: textOrNull(response.schedule), timezone: response.timezone, occurrences: response.occurrences.map(occurrenceFromWire) };
+    },
+    async listUpcoming(jobId, upcomingOptions = {}) {
+      const request = { jobId: requireJobId(jobId), count: uint32(upcomingOptions.count, 'count') };
+      const response = await unary<ListUpcomingResponse>('ListUpcoming', (md, opts, cb) => grpcClient.listUpcoming(request, md, opts, cb));
+      return { schedule: textOrNull(response.schedule), timezone: response.timezone, occurrences: response.occurrences.map(occurrenceFromWire) };
     },
     async listAgents() {
       const response = await unary<ListAgentsResponse>('ListAgents', (md, opts, cb) => grpcClient.listAgents({}, md, opts, cb));

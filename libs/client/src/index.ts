@@ -26,5 +26,6 @@ export {
   type MisfirePolicy,
 } from './jobs';
 export type { ListRunsOptions, Run, RunOutcome, RunPage } from './runs';
+export type { DstMark, Occurrence, PreviewScheduleInput, SchedulePreview } from './schedules';
 export type { Agent } from './agents';
 export { TOKEN_ROLES, type Token, type TokenRole, type CreateTokenInput, type CreatedToken } from './tokens';

@@ -232,32 +232,32 @@ export function requiredJob(job: WireJob | undefined, call: string): Job {
   return jobFromWire(job);
 }
 
-function invalid(field: string, message: string): KairosError {
+export function invalid(field: string, message: string): KairosError {
   return new KairosError(KairosErrorCode.InvalidArgument, message, { field });
 }
 
-function requireText(value: unknown, field: string): void {
+export function requireText(value: unknown, field: string): void {
   if (typeof value !== 'string' || value === '') throw invalid(field, `${field} is required`);
 }
 
 // RFC 3339 date-time (the grammar JSON and gRPC timestamps use), with a zone.
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
-/** `runAt` as a Date: a valid Date, or an RFC 3339 string with a time zone. */
-function instant(value: Date | string): Date {
+/** An instant (`runAt`, `from`) as a Date: a valid Date, or an RFC 3339 string with a time zone. */
+export function instant(value: Date | string, field = 'runAt'): Date {
   if (value instanceof Date) {
-    if (Number.isNaN(value.getTime())) throw invalid('runAt', 'runAt is an invalid Date');
+    if (Number.isNaN(value.getTime())) throw invalid(field, `${field} is an invalid Date`);
     return value;
   }
   const date = new Date(value);
   if (!RFC3339.test(value) || Number.isNaN(date.getTime())) {
-    throw invalid('runAt', `runAt must be an RFC 3339 timestamp such as 2030-01-01T09:00:00Z, got "${value}"`);
+    throw invalid(field, `${field} must be an RFC 3339 timestamp such as 2030-01-01T09:00:00Z, got "${value}"`);
   }
   return date;
 }
 
 /** An optional uint32 field; unset means 0 (the server's default). */
-function uint32(value: number | undefined, field: string): number {
+export function uint32(value: number | undefined, field: string): number {
   if (value === undefined) return 0;
   if (!Number.isInteger(value) || value < 0 || value > 0xffff_ffff) {
     throw invalid(field, `${field} must be a whole number from 0 to 4294967295, got ${value}`);

@@ -31,7 +31,8 @@ interface ListFlags {
   cursor?: string;
 }
 
-export function registerJobCommands(program: Command, io: CliIo): void {
+/** Registers `kairos jobs …`; returns the `jobs` command for subcommands registered elsewhere. */
+export function registerJobCommands(program: Command, io: CliIo): Command {
   const jobs = program.command('jobs').description('create, inspect and steer jobs');
 
   jobs
@@ -142,6 +143,7 @@ export function registerJobCommands(program: Command, io: CliIo): void {
         else io.stdout.write(`${done} job ${job.id}: ${job.state}, next run ${formatTime(job.nextRunAt)}\n`);
       });
   }
+  return jobs;
 }
 
 /** The client input for `jobs create`; flag combinations are checked before any call. */

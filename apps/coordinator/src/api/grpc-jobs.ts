@@ -7,6 +7,7 @@
 import { timestampFromDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import type { Logger } from 'pino';
 import {
+  DstMark,
   JobState,
   MisfirePolicy,
   RunOutcome,
@@ -17,7 +18,7 @@ import {
 import type { Dispatcher } from '../dispatch/dispatcher';
 import type { Authenticator } from './auth';
 import { unaryHandlers } from './grpc-unary';
-import type { JobCommands, JobView, RunView } from './job-commands';
+import type { JobCommands, JobView, OccurrenceView, RunView } from './job-commands';
 import { ValidationError } from './validation';
 
 type Impl = GrpcServiceImplementation<ServiceMethods<typeof JobService>>;
@@ -85,6 +86,23 @@ export function jobServiceImplementation(deps: {
         ...(req.cursor ? { cursor: req.cursor } : {}),
       });
       return { runs: page.runs.map(toRunMessage), nextCursor: page.nextCursor ?? '' };
+    }),
+    previewSchedule: unary('read', async (req) => {
+      const body: Record<string, unknown> = { schedule: req.schedule };
+      if (req.timezone) body.timezone = req.timezone;
+      if (req.count) body.count = req.count;
+      if (req.from) body.from = timestampText(req.from, 'from');
+      const preview = commands.preview(body);
+      return { schedule: preview.schedule ?? '', timezone: preview.timezone, occurrences: preview.occurrences.map(toOccurrenceMessage) };
+    }),
+    listUpcoming: unary('read', async (req, namespace) => {
+      const upcoming = await commands.upcoming(namespace, req.jobId, req.count === 0 ? undefined : req.count);
+      return {
+        jobId: upcoming.jobId,
+        schedule: upcoming.schedule ?? '',
+        timezone: upcoming.timezone,
+        occurrences: upcoming.occurrences.map(toOccurrenceMessage),
+      };
     }),
     listAgents: unary('read', async (_req, namespace) => ({
       agents: deps.dispatcher.agents(namespace).map((agent) => ({
@@ -157,6 +175,22 @@ function toJobMessage(job: JobView) {
           },
         }
       : {}),
+  };
+}
+
+const DST_MARKS: Record<NonNullable<OccurrenceView['dst']>, DstMark> = {
+  'gap-shifted': DstMark.GAP_SHIFTED,
+  'repeated-first': DstMark.REPEATED_FIRST,
+  'repeated-elapsed': DstMark.REPEATED_ELAPSED,
+};
+
+function toOccurrenceMessage(occurrence: OccurrenceView) {
+  return {
+    at: ts(occurrence.at),
+    local: occurrence.local,
+    offset: occurrence.offset,
+    dst: occurrence.dst === null ? DstMark.UNSPECIFIED : DST_MARKS[occurrence.dst],
+    scheduledLocal: occurrence.scheduledLocal ?? '',
   };
 }
 

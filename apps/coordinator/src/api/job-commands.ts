@@ -3,9 +3,10 @@
  * (grpc-jobs.ts) parse their requests into these calls and render the results.
  * Expected refusals leave here as ApiError with the kind that errors.ts maps.
  */
+import { parseCron, previewOccurrences, type CronSchedule, type DstMark, type PreviewedOccurrence } from '@kairos/schedule';
 import type { JobRecord, RunRecord, Store } from '@kairos/store';
 import { ApiError } from './errors';
-import { parseCreateJob, parseId, parseListJobs } from './validation';
+import { parseCount, parseCreateJob, parseId, parseListJobs, parsePreview } from './validation';
 
 export interface JobView {
   jobId: string;
@@ -60,6 +61,21 @@ export interface AbortView {
   stopSchedule: boolean;
 }
 
+/** One previewed occurrence (docs/api.md "Preview"). */
+export interface OccurrenceView {
+  at: string;
+  local: string;
+  offset: string;
+  dst: DstMark | null;
+  scheduledLocal: string | null;
+}
+
+export interface PreviewView {
+  schedule: string | null;
+  timezone: string;
+  occurrences: OccurrenceView[];
+}
+
 export interface JobCommands {
   create(namespace: string, body: unknown): Promise<{ created: boolean; job: JobView }>;
   get(namespace: string, jobId: string): Promise<JobView>;
@@ -67,6 +83,10 @@ export interface JobCommands {
   cancel(namespace: string, jobId: string): Promise<void>;
   /** Asks the agent running the job to stop; `by` names the caller (Principal.actor). */
   abort(namespace: string, jobId: string, input: { by: string; stopSchedule: boolean }): Promise<AbortView>;
+  /** The next occurrences of a schedule, marked where DST moved them. */
+  preview(body: unknown): PreviewView;
+  /** The next occurrences of a job, starting with the one it is waiting to serve. */
+  upcoming(namespace: string, jobId: string, count: unknown): Promise<PreviewView & { jobId: string }>;
   pause(namespace: string, jobId: string): Promise<JobView>;
   resume(namespace: string, jobId: string): Promise<JobView>;
   trigger(namespace: string, jobId: string): Promise<JobView>;
@@ -188,6 +208,16 @@ export function jobCommands(store: Store, onJobsDue: () => void, onAbort: () => 
           return assertNever(result);
       }
     },
+    preview(body) {
+      const input = parsePreview(body);
+      return previewView(input.cron, previewOccurrences(input.cron, input.from ?? new Date(), input.count));
+    },
+    async upcoming(namespace, jobId, countValue) {
+      const count = parseCount(countValue);
+      const job = await store.jobs.get(namespace, parseId(jobId));
+      if (!job) throw notFound(jobId);
+      return { jobId: job.id, ...upcomingOf(job, count, new Date()) };
+    },
     pause: (namespace, jobId) => control(namespace, jobId, 'pause'),
     resume: (namespace, jobId) => control(namespace, jobId, 'resume'),
     trigger: (namespace, jobId) => control(namespace, jobId, 'trigger'),
@@ -201,6 +231,38 @@ export function jobCommands(store: Store, onJobsDue: () => void, onAbort: () => 
       return { runs: page.map(runView), nextCursor: runs.length > limit ? String(page[page.length - 1]!.runId) : null };
     },
   };
+}
+
+function previewView(cron: CronSchedule, occurrences: readonly PreviewedOccurrence[]): PreviewView {
+  return {
+    schedule: cron.expression,
+    timezone: cron.timezone,
+    occurrences: occurrences.map((o) => ({ at: o.at.toISOString(), local: o.local, offset: o.offset, dst: o.dst, scheduledLocal: o.scheduledLocal })),
+  };
+}
+
+/**
+ * A job's upcoming occurrences: a DUE job's start with the one it waits to
+ * serve (late or retried included); a CLAIMED job's with the one after the
+ * running one; a PAUSED job's from now. Finished jobs have none; a one-off
+ * job's only occurrence is its runAt.
+ */
+function upcomingOf(job: JobRecord, count: number, now: Date): PreviewView {
+  const pending = job.state === 'DUE' || job.state === 'CLAIMED' || job.state === 'PAUSED';
+  if (job.schedule === null) {
+    const runAt = job.runAt;
+    const occurrences =
+      (job.state === 'DUE' || job.state === 'PAUSED') && runAt !== null
+        ? [{ at: runAt.toISOString(), local: runAt.toISOString().slice(0, 19), offset: '+00:00', dst: null, scheduledLocal: null }]
+        : [];
+    return { schedule: null, timezone: job.timezone, occurrences };
+  }
+  const cron = parseCron(job.schedule, job.timezone);
+  if (!pending) return previewView(cron, []);
+  const occurrenceAt = job.occurrenceAt ?? now;
+  const from =
+    job.state === 'DUE' ? occurrenceAt : job.state === 'CLAIMED' ? new Date(occurrenceAt.getTime() + 1) : now;
+  return previewView(cron, previewOccurrences(cron, from, count));
 }
 
 function notFound(jobId: string): ApiError {

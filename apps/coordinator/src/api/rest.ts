@@ -117,6 +117,13 @@ export function createRestServer(deps: {
     const aborted = await commands.abort(caller.namespace, request.params.id, { by: caller.actor, stopSchedule });
     return reply.code(202).send(aborted);
   });
+  app.get<{ Params: { id: string }; Querystring: { count?: string } }>('/jobs/:id/upcoming', async (request) =>
+    commands.upcoming(namespaceFor(request, 'read'), request.params.id, request.query.count),
+  );
+  app.post('/schedules/preview', async (request) => {
+    namespaceFor(request, 'read');
+    return commands.preview(request.body);
+  });
   for (const verb of ['pause', 'resume', 'trigger'] as const) {
     app.post<{ Params: { id: string } }>(`/jobs/:id/${verb}`, async (request) =>
       commands[verb](namespaceFor(request, 'write'), request.params.id),

@@ -39,6 +39,8 @@ export const LIMITS = {
   timeoutSeconds: 7 * 24 * 3600,
   listPage: 1000,
   defaultListPage: 100,
+  previewCount: 1000,
+  defaultPreviewCount: 10,
 } as const;
 
 const TASK_RE = /^[A-Za-z0-9][A-Za-z0-9_.:-]*$/;
@@ -147,6 +149,56 @@ export function parseCreateJob(body: unknown): CreateJobInput {
     idempotencyKey: req.idempotencyKey ?? null,
   };
   return { ...input, requestDigest: digest(input) };
+}
+
+/** Schedule errors from @kairos/schedule as the API's ValidationError (same field, same message). */
+function scheduleField<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (error: unknown) {
+    if (error instanceof ScheduleValidationError) throw new ValidationError(error.field, error.message);
+    throw error;
+  }
+}
+
+const previewSchema = z.strictObject({
+  schedule: z.unknown(),
+  timezone: z.unknown().optional(),
+  count: z.unknown().optional(),
+  from: z.unknown().optional(),
+});
+
+export interface PreviewInput {
+  cron: CronSchedule;
+  count: number;
+  /** Unset: from now. */
+  from: Date | null;
+}
+
+/** POST /schedules/preview: {schedule, timezone?, count?, from?}. */
+export function parsePreview(body: unknown): PreviewInput {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ValidationError('body', 'request body must be a JSON object');
+  }
+  const parsed = previewSchema.safeParse(body);
+  if (!parsed.success) throw fromZod(parsed.error, body);
+  const req = parsed.data;
+  if (req.schedule === undefined || req.schedule === null) throw new ValidationError('schedule', 'schedule is required');
+  return {
+    cron: scheduleField(() => parseCron(req.schedule, req.timezone ?? undefined)),
+    count: parseCount(req.count, 'body'),
+    from: emptyToUndefined(req.from) === undefined ? null : scheduleField(() => parseRunAt(req.from, 'from')),
+  };
+}
+
+/** How many occurrences to list: an integer from 1 to LIMITS.previewCount (in a query string: its digits). */
+export function parseCount(value: unknown, from: 'query' | 'body' = 'query'): number {
+  if (emptyToUndefined(value) === undefined) return LIMITS.defaultPreviewCount;
+  const n = from === 'query' && typeof value === 'string' && /^\d{1,7}$/.test(value) ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > LIMITS.previewCount) {
+    throw new ValidationError('count', `count must be an integer from 1 to ${LIMITS.previewCount}`);
+  }
+  return n;
 }
 
 export interface ListJobsInput {

@@ -10,6 +10,7 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import * as grpc from '@grpc/grpc-js';
 import {
   addGrpcService,
+  DstMark,
   JobService,
   JobState,
   MisfirePolicy,
@@ -87,6 +88,15 @@ const DEFAULT_HANDLERS: { [K in MethodName]: FakeHandler<K> } = {
   getJob: (request) => ({ job: sampleJob({ id: request.jobId }) }),
   listJobs: () => ({ jobs: [sampleJob()], nextCursor: '' }),
   cancelJob: () => ({}),
+  previewSchedule: (request) => ({
+    schedule: request.schedule,
+    timezone: request.timezone || 'UTC',
+    occurrences: [
+      { at: timestampFromDate(new Date('2027-03-28T01:30:00Z')), local: '2027-03-28T03:30:00', offset: '+02:00', dst: DstMark.GAP_SHIFTED, scheduledLocal: '2027-03-28T02:30:00' },
+      { at: timestampFromDate(new Date('2027-03-29T00:30:00Z')), local: '2027-03-29T02:30:00', offset: '+02:00', dst: DstMark.UNSPECIFIED, scheduledLocal: '' },
+    ],
+  }),
+  listUpcoming: (request) => ({ jobId: request.jobId, schedule: '', timezone: 'UTC', occurrences: [] }),
   abortRun: (request) => ({
     runId: '42',
     leaseGeneration: 8n,
@@ -184,6 +194,8 @@ export async function startFakeJobService(handlers: FakeHandlers = {}): Promise<
     listJobs: unary('listJobs'),
     cancelJob: unary('cancelJob'),
     abortRun: unary('abortRun'),
+    previewSchedule: unary('previewSchedule'),
+    listUpcoming: unary('listUpcoming'),
     pauseJob: unary('pauseJob'),
     resumeJob: unary('resumeJob'),
     triggerJob: unary('triggerJob'),

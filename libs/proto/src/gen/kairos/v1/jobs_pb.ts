@@ -37,7 +37,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file kairos/v1/jobs.proto.
  */
 export const file_kairos_v1_jobs: GenFile = /*@__PURE__*/
-  fileDesc("ChRrYWlyb3MvdjEvam9icy5wcm90bxIJa2Fpcm9zLnYxIssECgNKb2ISCgoCaWQYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEgwKBG5hbWUYAyABKAkSDAoEdGFzaxgEIAEoCRIsCgZydW5fYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYBiABKAlIABIQCgh0aW1lem9uZRgHIAEoCRIoCgdwYXlsb2FkGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIiCgVzdGF0ZRgJIAEoDjITLmthaXJvcy52MS5Kb2JTdGF0ZRIvCgtuZXh0X3J1bl9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgLIAEoDRIUCgxtYXhfYXR0ZW1wdHMYDCABKA0SFwoPdGltZW91dF9zZWNvbmRzGA0gASgNEjAKDm1pc2ZpcmVfcG9saWN5GA4gASgOMhgua2Fpcm9zLnYxLk1pc2ZpcmVQb2xpY3kSFwoPaWRlbXBvdGVuY3lfa2V5GA8gASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YECABKAQSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFYWJvcnQYEyABKAsyGi5rYWlyb3MudjEuQWJvcnRJblByb2dyZXNzQgYKBHdoZW4icAoPQWJvcnRJblByb2dyZXNzEjAKDHJlcXVlc3RlZF9hdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMcmVxdWVzdGVkX2J5GAIgASgJEhUKDXN0b3Bfc2NoZWR1bGUYAyABKAgiwgIKA1J1bhIOCgZydW5faWQYASABKAkSDgoGam9iX2lkGAIgASgJEg8KB2F0dGVtcHQYAyABKA0SGAoQbGVhc2VfZ2VuZXJhdGlvbhgEIAEoBBIxCg1zY2hlZHVsZWRfZm9yGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpzdGFydGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoHb3V0Y29tZRgIIAEoDjIVLmthaXJvcy52MS5SdW5PdXRjb21lEhEKCXdvcmtlcl9pZBgJIAEoCRINCgVlcnJvchgKIAEoCRISCgphYm9ydGVkX2J5GAsgASgJIs4CCgVBZ2VudBIQCghhZ2VudF9pZBgBIAEoCRINCgV0YXNrcxgCIAMoCRIQCghjYXBhY2l0eRgDIAEoDRIRCglpbl9mbGlnaHQYBCABKA0SMAoMY29ubmVjdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1ChFsYXN0X2hlYXJ0YmVhdF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIZHJhaW5pbmcYByABKAgSDwoHdmVyc2lvbhgIIAEoCRIWCg5jb29yZGluYXRvcl9pZBgJIAEoCRIRCgluYW1lc3BhY2UYCiABKAkSNQoRcXVhcmFudGluZWRfdW50aWwYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXByb2JhdGlvbhgMIAEoCCKuAgoQQ3JlYXRlSm9iUmVxdWVzdBIsCgZydW5fYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYAiABKAlIABIQCgh0aW1lem9uZRgDIAEoCRIMCgR0YXNrGAQgASgJEigKB3BheWxvYWQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgwKBG5hbWUYBiABKAkSFAoMbWF4X2F0dGVtcHRzGAcgASgNEhcKD3RpbWVvdXRfc2Vjb25kcxgIIAEoDRIwCg5taXNmaXJlX3BvbGljeRgJIAEoDjIYLmthaXJvcy52MS5NaXNmaXJlUG9saWN5EhcKD2lkZW1wb3RlbmN5X2tleRgKIAEoCUIGCgR3aGVuIjQKEUNyZWF0ZUpvYlJlc3BvbnNlEg4KBmpvYl9pZBgBIAEoCRIPCgdjcmVhdGVkGAIgASgIIh8KDUdldEpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIi0KDkdldEpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiYgoPTGlzdEpvYnNSZXF1ZXN0EiIKBXN0YXRlGAEgASgOMhMua2Fpcm9zLnYxLkpvYlN0YXRlEgwKBHRhc2sYAiABKAkSDQoFbGltaXQYAyABKA0SDgoGY3Vyc29yGAQgASgJIkUKEExpc3RKb2JzUmVzcG9uc2USHAoEam9icxgBIAMoCzIOLmthaXJvcy52MS5Kb2ISEwoLbmV4dF9jdXJzb3IYAiABKAkiIgoQQ2FuY2VsSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiEwoRQ2FuY2VsSm9iUmVzcG9uc2UiOAoPQWJvcnRSdW5SZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRIVCg1zdG9wX3NjaGVkdWxlGAIgASgIInsKEEFib3J0UnVuUmVzcG9uc2USDgoGcnVuX2lkGAEgASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YAiABKAQSEAoIYWdlbnRfaWQYAyABKAkSFAoMcmVxdWVzdGVkX2J5GAQgASgJEhUKDXN0b3Bfc2NoZWR1bGUYBSABKAgiIQoPUGF1c2VKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIvChBQYXVzZUpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiIgoQUmVzdW1lSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiMAoRUmVzdW1lSm9iUmVzcG9uc2USGwoDam9iGAEgASgLMg4ua2Fpcm9zLnYxLkpvYiIjChFUcmlnZ2VySm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiMQoSVHJpZ2dlckpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiQAoPTGlzdFJ1bnNSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRINCgVsaW1pdBgCIAEoDRIOCgZjdXJzb3IYAyABKAkiRQoQTGlzdFJ1bnNSZXNwb25zZRIcCgRydW5zGAEgAygLMg4ua2Fpcm9zLnYxLlJ1bhITCgtuZXh0X2N1cnNvchgCIAEoCSITChFMaXN0QWdlbnRzUmVxdWVzdCI2ChJMaXN0QWdlbnRzUmVzcG9uc2USIAoGYWdlbnRzGAEgAygLMhAua2Fpcm9zLnYxLkFnZW50KqsBCghKb2JTdGF0ZRIZChVKT0JfU1RBVEVfVU5TUEVDSUZJRUQQABIRCg1KT0JfU1RBVEVfRFVFEAESFQoRSk9CX1NUQVRFX0NMQUlNRUQQAhIXChNKT0JfU1RBVEVfQ09NUExFVEVEEAMSEgoOSk9CX1NUQVRFX0RFQUQQBBIUChBKT0JfU1RBVEVfUEFVU0VEEAUSFwoTSk9CX1NUQVRFX0NBTkNFTExFRBAGKmYKDU1pc2ZpcmVQb2xpY3kSHgoaTUlTRklSRV9QT0xJQ1lfVU5TUEVDSUZJRUQQABIcChhNSVNGSVJFX1BPTElDWV9GSVJFX09OQ0UQARIXChNNSVNGSVJFX1BPTElDWV9TS0lQEAIq4wEKClJ1bk91dGNvbWUSGwoXUlVOX09VVENPTUVfVU5TUEVDSUZJRUQQABIXChNSVU5fT1VUQ09NRV9SVU5OSU5HEAESGQoVUlVOX09VVENPTUVfU1VDQ0VFREVEEAISFgoSUlVOX09VVENPTUVfRkFJTEVEEAMSGQoVUlVOX09VVENPTUVfVElNRURfT1VUEAQSHQoZUlVOX09VVENPTUVfTEVBU0VfRVhQSVJFRBAFEhkKFVJVTl9PVVRDT01FX0NBTkNFTExFRBAGEhcKE1JVTl9PVVRDT01FX1NLSVBQRUQQBzLNBQoKSm9iU2VydmljZRJGCglDcmVhdGVKb2ISGy5rYWlyb3MudjEuQ3JlYXRlSm9iUmVxdWVzdBocLmthaXJvcy52MS5DcmVhdGVKb2JSZXNwb25zZRI9CgZHZXRKb2ISGC5rYWlyb3MudjEuR2V0Sm9iUmVxdWVzdBoZLmthaXJvcy52MS5HZXRKb2JSZXNwb25zZRJDCghMaXN0Sm9icxIaLmthaXJvcy52MS5MaXN0Sm9ic1JlcXVlc3QaGy5rYWlyb3MudjEuTGlzdEpvYnNSZXNwb25zZRJGCglDYW5jZWxKb2ISGy5rYWlyb3MudjEuQ2FuY2VsSm9iUmVxdWVzdBocLmthaXJvcy52MS5DYW5jZWxKb2JSZXNwb25zZRJDCghBYm9ydFJ1bhIaLmthaXJvcy52MS5BYm9ydFJ1blJlcXVlc3QaGy5rYWlyb3MudjEuQWJvcnRSdW5SZXNwb25zZRJDCghQYXVzZUpvYhIaLmthaXJvcy52MS5QYXVzZUpvYlJlcXVlc3QaGy5rYWlyb3MudjEuUGF1c2VKb2JSZXNwb25zZRJGCglSZXN1bWVKb2ISGy5rYWlyb3MudjEuUmVzdW1lSm9iUmVxdWVzdBocLmthaXJvcy52MS5SZXN1bWVKb2JSZXNwb25zZRJJCgpUcmlnZ2VySm9iEhwua2Fpcm9zLnYxLlRyaWdnZXJKb2JSZXF1ZXN0Gh0ua2Fpcm9zLnYxLlRyaWdnZXJKb2JSZXNwb25zZRJDCghMaXN0UnVucxIaLmthaXJvcy52MS5MaXN0UnVuc1JlcXVlc3QaGy5rYWlyb3MudjEuTGlzdFJ1bnNSZXNwb25zZRJJCgpMaXN0QWdlbnRzEhwua2Fpcm9zLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh0ua2Fpcm9zLnYxLkxpc3RBZ2VudHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChRrYWlyb3MvdjEvam9icy5wcm90bxIJa2Fpcm9zLnYxIssECgNKb2ISCgoCaWQYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEgwKBG5hbWUYAyABKAkSDAoEdGFzaxgEIAEoCRIsCgZydW5fYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYBiABKAlIABIQCgh0aW1lem9uZRgHIAEoCRIoCgdwYXlsb2FkGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIiCgVzdGF0ZRgJIAEoDjITLmthaXJvcy52MS5Kb2JTdGF0ZRIvCgtuZXh0X3J1bl9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgLIAEoDRIUCgxtYXhfYXR0ZW1wdHMYDCABKA0SFwoPdGltZW91dF9zZWNvbmRzGA0gASgNEjAKDm1pc2ZpcmVfcG9saWN5GA4gASgOMhgua2Fpcm9zLnYxLk1pc2ZpcmVQb2xpY3kSFwoPaWRlbXBvdGVuY3lfa2V5GA8gASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YECABKAQSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFYWJvcnQYEyABKAsyGi5rYWlyb3MudjEuQWJvcnRJblByb2dyZXNzQgYKBHdoZW4icAoPQWJvcnRJblByb2dyZXNzEjAKDHJlcXVlc3RlZF9hdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMcmVxdWVzdGVkX2J5GAIgASgJEhUKDXN0b3Bfc2NoZWR1bGUYAyABKAgiwgIKA1J1bhIOCgZydW5faWQYASABKAkSDgoGam9iX2lkGAIgASgJEg8KB2F0dGVtcHQYAyABKA0SGAoQbGVhc2VfZ2VuZXJhdGlvbhgEIAEoBBIxCg1zY2hlZHVsZWRfZm9yGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpzdGFydGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoHb3V0Y29tZRgIIAEoDjIVLmthaXJvcy52MS5SdW5PdXRjb21lEhEKCXdvcmtlcl9pZBgJIAEoCRINCgVlcnJvchgKIAEoCRISCgphYm9ydGVkX2J5GAsgASgJIs4CCgVBZ2VudBIQCghhZ2VudF9pZBgBIAEoCRINCgV0YXNrcxgCIAMoCRIQCghjYXBhY2l0eRgDIAEoDRIRCglpbl9mbGlnaHQYBCABKA0SMAoMY29ubmVjdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1ChFsYXN0X2hlYXJ0YmVhdF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIZHJhaW5pbmcYByABKAgSDwoHdmVyc2lvbhgIIAEoCRIWCg5jb29yZGluYXRvcl9pZBgJIAEoCRIRCgluYW1lc3BhY2UYCiABKAkSNQoRcXVhcmFudGluZWRfdW50aWwYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXByb2JhdGlvbhgMIAEoCCKuAgoQQ3JlYXRlSm9iUmVxdWVzdBIsCgZydW5fYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYAiABKAlIABIQCgh0aW1lem9uZRgDIAEoCRIMCgR0YXNrGAQgASgJEigKB3BheWxvYWQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgwKBG5hbWUYBiABKAkSFAoMbWF4X2F0dGVtcHRzGAcgASgNEhcKD3RpbWVvdXRfc2Vjb25kcxgIIAEoDRIwCg5taXNmaXJlX3BvbGljeRgJIAEoDjIYLmthaXJvcy52MS5NaXNmaXJlUG9saWN5EhcKD2lkZW1wb3RlbmN5X2tleRgKIAEoCUIGCgR3aGVuIjQKEUNyZWF0ZUpvYlJlc3BvbnNlEg4KBmpvYl9pZBgBIAEoCRIPCgdjcmVhdGVkGAIgASgIIh8KDUdldEpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIi0KDkdldEpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiYgoPTGlzdEpvYnNSZXF1ZXN0EiIKBXN0YXRlGAEgASgOMhMua2Fpcm9zLnYxLkpvYlN0YXRlEgwKBHRhc2sYAiABKAkSDQoFbGltaXQYAyABKA0SDgoGY3Vyc29yGAQgASgJIkUKEExpc3RKb2JzUmVzcG9uc2USHAoEam9icxgBIAMoCzIOLmthaXJvcy52MS5Kb2ISEwoLbmV4dF9jdXJzb3IYAiABKAkiIgoQQ2FuY2VsSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiEwoRQ2FuY2VsSm9iUmVzcG9uc2UiOAoPQWJvcnRSdW5SZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRIVCg1zdG9wX3NjaGVkdWxlGAIgASgIInsKEEFib3J0UnVuUmVzcG9uc2USDgoGcnVuX2lkGAEgASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YAiABKAQSEAoIYWdlbnRfaWQYAyABKAkSFAoMcmVxdWVzdGVkX2J5GAQgASgJEhUKDXN0b3Bfc2NoZWR1bGUYBSABKAgidQoWUHJldmlld1NjaGVkdWxlUmVxdWVzdBIQCghzY2hlZHVsZRgBIAEoCRIQCgh0aW1lem9uZRgCIAEoCRINCgVjb3VudBgDIAEoDRIoCgRmcm9tGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJpChdQcmV2aWV3U2NoZWR1bGVSZXNwb25zZRIQCghzY2hlZHVsZRgBIAEoCRIQCgh0aW1lem9uZRgCIAEoCRIqCgtvY2N1cnJlbmNlcxgDIAMoCzIVLmthaXJvcy52MS5PY2N1cnJlbmNlIjQKE0xpc3RVcGNvbWluZ1JlcXVlc3QSDgoGam9iX2lkGAEgASgJEg0KBWNvdW50GAIgASgNInYKFExpc3RVcGNvbWluZ1Jlc3BvbnNlEg4KBmpvYl9pZBgBIAEoCRIQCghzY2hlZHVsZRgCIAEoCRIQCgh0aW1lem9uZRgDIAEoCRIqCgtvY2N1cnJlbmNlcxgEIAMoCzIVLmthaXJvcy52MS5PY2N1cnJlbmNlIo0BCgpPY2N1cnJlbmNlEiYKAmF0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVsb2NhbBgCIAEoCRIOCgZvZmZzZXQYAyABKAkSHwoDZHN0GAQgASgOMhIua2Fpcm9zLnYxLkRzdE1hcmsSFwoPc2NoZWR1bGVkX2xvY2FsGAUgASgJIiEKD1BhdXNlSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiLwoQUGF1c2VKb2JSZXNwb25zZRIbCgNqb2IYASABKAsyDi5rYWlyb3MudjEuSm9iIiIKEFJlc3VtZUpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIjAKEVJlc3VtZUpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiIwoRVHJpZ2dlckpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIjEKElRyaWdnZXJKb2JSZXNwb25zZRIbCgNqb2IYASABKAsyDi5rYWlyb3MudjEuSm9iIkAKD0xpc3RSdW5zUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSDQoFbGltaXQYAiABKA0SDgoGY3Vyc29yGAMgASgJIkUKEExpc3RSdW5zUmVzcG9uc2USHAoEcnVucxgBIAMoCzIOLmthaXJvcy52MS5SdW4SEwoLbmV4dF9jdXJzb3IYAiABKAkiEwoRTGlzdEFnZW50c1JlcXVlc3QiNgoSTGlzdEFnZW50c1Jlc3BvbnNlEiAKBmFnZW50cxgBIAMoCzIQLmthaXJvcy52MS5BZ2VudCqrAQoISm9iU3RhdGUSGQoVSk9CX1NUQVRFX1VOU1BFQ0lGSUVEEAASEQoNSk9CX1NUQVRFX0RVRRABEhUKEUpPQl9TVEFURV9DTEFJTUVEEAISFwoTSk9CX1NUQVRFX0NPTVBMRVRFRBADEhIKDkpPQl9TVEFURV9ERUFEEAQSFAoQSk9CX1NUQVRFX1BBVVNFRBAFEhcKE0pPQl9TVEFURV9DQU5DRUxMRUQQBipmCg1NaXNmaXJlUG9saWN5Eh4KGk1JU0ZJUkVfUE9MSUNZX1VOU1BFQ0lGSUVEEAASHAoYTUlTRklSRV9QT0xJQ1lfRklSRV9PTkNFEAESFwoTTUlTRklSRV9QT0xJQ1lfU0tJUBACKuMBCgpSdW5PdXRjb21lEhsKF1JVTl9PVVRDT01FX1VOU1BFQ0lGSUVEEAASFwoTUlVOX09VVENPTUVfUlVOTklORxABEhkKFVJVTl9PVVRDT01FX1NVQ0NFRURFRBACEhYKElJVTl9PVVRDT01FX0ZBSUxFRBADEhkKFVJVTl9PVVRDT01FX1RJTUVEX09VVBAEEh0KGVJVTl9PVVRDT01FX0xFQVNFX0VYUElSRUQQBRIZChVSVU5fT1VUQ09NRV9DQU5DRUxMRUQQBhIXChNSVU5fT1VUQ09NRV9TS0lQUEVEEAcqeQoHRHN0TWFyaxIYChREU1RfTUFSS19VTlNQRUNJRklFRBAAEhgKFERTVF9NQVJLX0dBUF9TSElGVEVEEAESGwoXRFNUX01BUktfUkVQRUFURURfRklSU1QQAhIdChlEU1RfTUFSS19SRVBFQVRFRF9FTEFQU0VEEAMy+AYKCkpvYlNlcnZpY2USRgoJQ3JlYXRlSm9iEhsua2Fpcm9zLnYxLkNyZWF0ZUpvYlJlcXVlc3QaHC5rYWlyb3MudjEuQ3JlYXRlSm9iUmVzcG9uc2USPQoGR2V0Sm9iEhgua2Fpcm9zLnYxLkdldEpvYlJlcXVlc3QaGS5rYWlyb3MudjEuR2V0Sm9iUmVzcG9uc2USQwoITGlzdEpvYnMSGi5rYWlyb3MudjEuTGlzdEpvYnNSZXF1ZXN0Ghsua2Fpcm9zLnYxLkxpc3RKb2JzUmVzcG9uc2USRgoJQ2FuY2VsSm9iEhsua2Fpcm9zLnYxLkNhbmNlbEpvYlJlcXVlc3QaHC5rYWlyb3MudjEuQ2FuY2VsSm9iUmVzcG9uc2USQwoIQWJvcnRSdW4SGi5rYWlyb3MudjEuQWJvcnRSdW5SZXF1ZXN0Ghsua2Fpcm9zLnYxLkFib3J0UnVuUmVzcG9uc2USQwoIUGF1c2VKb2ISGi5rYWlyb3MudjEuUGF1c2VKb2JSZXF1ZXN0Ghsua2Fpcm9zLnYxLlBhdXNlSm9iUmVzcG9uc2USRgoJUmVzdW1lSm9iEhsua2Fpcm9zLnYxLlJlc3VtZUpvYlJlcXVlc3QaHC5rYWlyb3MudjEuUmVzdW1lSm9iUmVzcG9uc2USSQoKVHJpZ2dlckpvYhIcLmthaXJvcy52MS5UcmlnZ2VySm9iUmVxdWVzdBodLmthaXJvcy52MS5UcmlnZ2VySm9iUmVzcG9uc2USQwoITGlzdFJ1bnMSGi5rYWlyb3MudjEuTGlzdFJ1bnNSZXF1ZXN0Ghsua2Fpcm9zLnYxLkxpc3RSdW5zUmVzcG9uc2USSQoKTGlzdEFnZW50cxIcLmthaXJvcy52MS5MaXN0QWdlbnRzUmVxdWVzdBodLmthaXJvcy52MS5MaXN0QWdlbnRzUmVzcG9uc2USWAoPUHJldmlld1NjaGVkdWxlEiEua2Fpcm9zLnYxLlByZXZpZXdTY2hlZHVsZVJlcXVlc3QaIi5rYWlyb3MudjEuUHJldmlld1NjaGVkdWxlUmVzcG9uc2USTwoMTGlzdFVwY29taW5nEh4ua2Fpcm9zLnYxLkxpc3RVcGNvbWluZ1JlcXVlc3QaHy5rYWlyb3MudjEuTGlzdFVwY29taW5nUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A scheduled job as stored by the coordinator.
@@ -788,6 +788,195 @@ export const AbortRunResponseSchema: GenMessage<AbortRunResponse> = /*@__PURE__*
   messageDesc(file_kairos_v1_jobs, 13);
 
 /**
+ * @generated from message kairos.v1.PreviewScheduleRequest
+ */
+export type PreviewScheduleRequest = Message<"kairos.v1.PreviewScheduleRequest"> & {
+  /**
+   * Required. Cron expression, 5 or 6 fields, as in CreateJobRequest.
+   *
+   * @generated from field: string schedule = 1;
+   */
+  schedule: string;
+
+  /**
+   * IANA zone; empty means "UTC".
+   *
+   * @generated from field: string timezone = 2;
+   */
+  timezone: string;
+
+  /**
+   * How many occurrences, 1 to 1000; 0 means 10.
+   *
+   * @generated from field: uint32 count = 3;
+   */
+  count: number;
+
+  /**
+   * The first occurrence listed is at or after this instant; unset: now.
+   *
+   * @generated from field: google.protobuf.Timestamp from = 4;
+   */
+  from?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message kairos.v1.PreviewScheduleRequest.
+ * Use `create(PreviewScheduleRequestSchema)` to create a new message.
+ */
+export const PreviewScheduleRequestSchema: GenMessage<PreviewScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 14);
+
+/**
+ * @generated from message kairos.v1.PreviewScheduleResponse
+ */
+export type PreviewScheduleResponse = Message<"kairos.v1.PreviewScheduleResponse"> & {
+  /**
+   * The schedule as normalised by the server.
+   *
+   * @generated from field: string schedule = 1;
+   */
+  schedule: string;
+
+  /**
+   * The canonical zone name.
+   *
+   * @generated from field: string timezone = 2;
+   */
+  timezone: string;
+
+  /**
+   * The occurrences, in order.
+   *
+   * @generated from field: repeated kairos.v1.Occurrence occurrences = 3;
+   */
+  occurrences: Occurrence[];
+};
+
+/**
+ * Describes the message kairos.v1.PreviewScheduleResponse.
+ * Use `create(PreviewScheduleResponseSchema)` to create a new message.
+ */
+export const PreviewScheduleResponseSchema: GenMessage<PreviewScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 15);
+
+/**
+ * @generated from message kairos.v1.ListUpcomingRequest
+ */
+export type ListUpcomingRequest = Message<"kairos.v1.ListUpcomingRequest"> & {
+  /**
+   * Required. Identifier of the job.
+   *
+   * @generated from field: string job_id = 1;
+   */
+  jobId: string;
+
+  /**
+   * How many occurrences, 1 to 1000; 0 means 10.
+   *
+   * @generated from field: uint32 count = 2;
+   */
+  count: number;
+};
+
+/**
+ * Describes the message kairos.v1.ListUpcomingRequest.
+ * Use `create(ListUpcomingRequestSchema)` to create a new message.
+ */
+export const ListUpcomingRequestSchema: GenMessage<ListUpcomingRequest> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 16);
+
+/**
+ * @generated from message kairos.v1.ListUpcomingResponse
+ */
+export type ListUpcomingResponse = Message<"kairos.v1.ListUpcomingResponse"> & {
+  /**
+   * The job.
+   *
+   * @generated from field: string job_id = 1;
+   */
+  jobId: string;
+
+  /**
+   * Its schedule; empty for a one-off job.
+   *
+   * @generated from field: string schedule = 2;
+   */
+  schedule: string;
+
+  /**
+   * Its zone.
+   *
+   * @generated from field: string timezone = 3;
+   */
+  timezone: string;
+
+  /**
+   * The occurrences, in order (none for a finished job).
+   *
+   * @generated from field: repeated kairos.v1.Occurrence occurrences = 4;
+   */
+  occurrences: Occurrence[];
+};
+
+/**
+ * Describes the message kairos.v1.ListUpcomingResponse.
+ * Use `create(ListUpcomingResponseSchema)` to create a new message.
+ */
+export const ListUpcomingResponseSchema: GenMessage<ListUpcomingResponse> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 17);
+
+/**
+ * One occurrence of a schedule.
+ *
+ * @generated from message kairos.v1.Occurrence
+ */
+export type Occurrence = Message<"kairos.v1.Occurrence"> & {
+  /**
+   * The instant it fires.
+   *
+   * @generated from field: google.protobuf.Timestamp at = 1;
+   */
+  at?: Timestamp | undefined;
+
+  /**
+   * Its local reading in the schedule's zone, "YYYY-MM-DDTHH:mm:ss".
+   *
+   * @generated from field: string local = 2;
+   */
+  local: string;
+
+  /**
+   * The zone's UTC offset at that instant, e.g. "+02:00".
+   *
+   * @generated from field: string offset = 3;
+   */
+  offset: string;
+
+  /**
+   * Whether daylight saving time moved or repeated it.
+   *
+   * @generated from field: kairos.v1.DstMark dst = 4;
+   */
+  dst: DstMark;
+
+  /**
+   * DST_MARK_GAP_SHIFTED only: the reading the expression asked for, which
+   * the clock skipped that day.
+   *
+   * @generated from field: string scheduled_local = 5;
+   */
+  scheduledLocal: string;
+};
+
+/**
+ * Describes the message kairos.v1.Occurrence.
+ * Use `create(OccurrenceSchema)` to create a new message.
+ */
+export const OccurrenceSchema: GenMessage<Occurrence> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 18);
+
+/**
  * @generated from message kairos.v1.PauseJobRequest
  */
 export type PauseJobRequest = Message<"kairos.v1.PauseJobRequest"> & {
@@ -804,7 +993,7 @@ export type PauseJobRequest = Message<"kairos.v1.PauseJobRequest"> & {
  * Use `create(PauseJobRequestSchema)` to create a new message.
  */
 export const PauseJobRequestSchema: GenMessage<PauseJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 14);
+  messageDesc(file_kairos_v1_jobs, 19);
 
 /**
  * @generated from message kairos.v1.PauseJobResponse
@@ -823,7 +1012,7 @@ export type PauseJobResponse = Message<"kairos.v1.PauseJobResponse"> & {
  * Use `create(PauseJobResponseSchema)` to create a new message.
  */
 export const PauseJobResponseSchema: GenMessage<PauseJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 15);
+  messageDesc(file_kairos_v1_jobs, 20);
 
 /**
  * @generated from message kairos.v1.ResumeJobRequest
@@ -842,7 +1031,7 @@ export type ResumeJobRequest = Message<"kairos.v1.ResumeJobRequest"> & {
  * Use `create(ResumeJobRequestSchema)` to create a new message.
  */
 export const ResumeJobRequestSchema: GenMessage<ResumeJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 16);
+  messageDesc(file_kairos_v1_jobs, 21);
 
 /**
  * @generated from message kairos.v1.ResumeJobResponse
@@ -861,7 +1050,7 @@ export type ResumeJobResponse = Message<"kairos.v1.ResumeJobResponse"> & {
  * Use `create(ResumeJobResponseSchema)` to create a new message.
  */
 export const ResumeJobResponseSchema: GenMessage<ResumeJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 17);
+  messageDesc(file_kairos_v1_jobs, 22);
 
 /**
  * @generated from message kairos.v1.TriggerJobRequest
@@ -880,7 +1069,7 @@ export type TriggerJobRequest = Message<"kairos.v1.TriggerJobRequest"> & {
  * Use `create(TriggerJobRequestSchema)` to create a new message.
  */
 export const TriggerJobRequestSchema: GenMessage<TriggerJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 18);
+  messageDesc(file_kairos_v1_jobs, 23);
 
 /**
  * @generated from message kairos.v1.TriggerJobResponse
@@ -899,7 +1088,7 @@ export type TriggerJobResponse = Message<"kairos.v1.TriggerJobResponse"> & {
  * Use `create(TriggerJobResponseSchema)` to create a new message.
  */
 export const TriggerJobResponseSchema: GenMessage<TriggerJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 19);
+  messageDesc(file_kairos_v1_jobs, 24);
 
 /**
  * @generated from message kairos.v1.ListRunsRequest
@@ -934,7 +1123,7 @@ export type ListRunsRequest = Message<"kairos.v1.ListRunsRequest"> & {
  * Use `create(ListRunsRequestSchema)` to create a new message.
  */
 export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 20);
+  messageDesc(file_kairos_v1_jobs, 25);
 
 /**
  * @generated from message kairos.v1.ListRunsResponse
@@ -960,7 +1149,7 @@ export type ListRunsResponse = Message<"kairos.v1.ListRunsResponse"> & {
  * Use `create(ListRunsResponseSchema)` to create a new message.
  */
 export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 21);
+  messageDesc(file_kairos_v1_jobs, 26);
 
 /**
  * @generated from message kairos.v1.ListAgentsRequest
@@ -973,7 +1162,7 @@ export type ListAgentsRequest = Message<"kairos.v1.ListAgentsRequest"> & {
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 22);
+  messageDesc(file_kairos_v1_jobs, 27);
 
 /**
  * @generated from message kairos.v1.ListAgentsResponse
@@ -992,7 +1181,7 @@ export type ListAgentsResponse = Message<"kairos.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 23);
+  messageDesc(file_kairos_v1_jobs, 28);
 
 /**
  * Lifecycle state of a job.
@@ -1175,6 +1364,51 @@ export const RunOutcomeSchema: GenEnum<RunOutcome> = /*@__PURE__*/
   enumDesc(file_kairos_v1_jobs, 2);
 
 /**
+ * What daylight saving time did to an occurrence (docs/api.md, "Time zones
+ * and DST").
+ *
+ * @generated from enum kairos.v1.DstMark
+ */
+export enum DstMark {
+  /**
+   * A plain occurrence: DST did not move it.
+   *
+   * @generated from enum value: DST_MARK_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The written reading fell in a spring-forward gap; it fires shifted later
+   * by the gap (02:30 becomes 03:30 on the spring day in Europe/Berlin).
+   *
+   * @generated from enum value: DST_MARK_GAP_SHIFTED = 1;
+   */
+  GAP_SHIFTED = 1,
+
+  /**
+   * The reading occurs twice (fall back) and this is its first instant, the
+   * one the schedule fires at.
+   *
+   * @generated from enum value: DST_MARK_REPEATED_FIRST = 2;
+   */
+  REPEATED_FIRST = 2,
+
+  /**
+   * The second pass of a repeated hour, which only schedules allowing every
+   * hour fire at, so they keep firing every hour of elapsed time.
+   *
+   * @generated from enum value: DST_MARK_REPEATED_ELAPSED = 3;
+   */
+  REPEATED_ELAPSED = 3,
+}
+
+/**
+ * Describes the enum kairos.v1.DstMark.
+ */
+export const DstMarkSchema: GenEnum<DstMark> = /*@__PURE__*/
+  enumDesc(file_kairos_v1_jobs, 3);
+
+/**
  * JobService manages jobs and reads their run history.
  *
  * Every call is scoped to the namespace of the caller's credentials.
@@ -1326,6 +1560,33 @@ export const JobService: GenService<{
     methodKind: "unary";
     input: typeof ListAgentsRequestSchema;
     output: typeof ListAgentsResponseSchema;
+  },
+  /**
+   * The next occurrences of a cron schedule, without creating a job: as
+   * instants and as local readings in the schedule's zone, each marked when
+   * daylight saving time moved or repeated it. INVALID_ARGUMENT names the
+   * field of a bad schedule, timezone, count or from.
+   *
+   * @generated from rpc kairos.v1.JobService.PreviewSchedule
+   */
+  previewSchedule: {
+    methodKind: "unary";
+    input: typeof PreviewScheduleRequestSchema;
+    output: typeof PreviewScheduleResponseSchema;
+  },
+  /**
+   * The next occurrences of one job, marked like PreviewSchedule's: a DUE
+   * job's start with the occurrence it waits to serve, a CLAIMED job's with
+   * the one after the running one, a PAUSED job's from now. Finished jobs
+   * have none; a pending one-off job has its run_at. NOT_FOUND for an unknown
+   * id.
+   *
+   * @generated from rpc kairos.v1.JobService.ListUpcoming
+   */
+  listUpcoming: {
+    methodKind: "unary";
+    input: typeof ListUpcomingRequestSchema;
+    output: typeof ListUpcomingResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_kairos_v1_jobs, 0);
