@@ -19,6 +19,13 @@ export function wholeNumber(min: number): (value: string) => number {
   };
 }
 
+/** Argument parser for a decimal number flag (e.g. a multiplier); the server checks the range. */
+export function decimal(value: string): number {
+  const parsed = Number(value);
+  if (value.trim() === '' || !Number.isFinite(parsed)) throw new InvalidArgumentError('expected a number.');
+  return parsed;
+}
+
 /** Argument parser for `--state`, case-insensitive. */
 export function jobState(value: string): Exclude<JobState, 'UNSPECIFIED'> {
   const upper = value.toUpperCase();

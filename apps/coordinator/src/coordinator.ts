@@ -101,7 +101,12 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
       dispatcher.forgetExpired(expired);
     },
   });
-  const commands = jobCommands(store, () => dispatcher.wake(), () => metrics.abortsRequested.inc());
+  const commands = jobCommands({
+    store,
+    onJobsDue: () => dispatcher.wake(),
+    onAbort: () => metrics.abortsRequested.inc(),
+    retryDefaults: { initialIntervalMs: options.retryBaseMs, maxIntervalMs: options.retryCapMs },
+  });
   const tokens = tokenCommands(store);
   const auth = createAuthenticator({
     lookup: (secret) => store.tokens.authenticate(secret),

@@ -86,6 +86,11 @@ describe('createKairosClient against a JobService on loopback', () => {
       idempotencyKey: 'report-1',
       leaseGeneration: 7,
       abort: null,
+      retry: { initialIntervalMs: 500, maxIntervalMs: 60_000, multiplier: 3, jitter: 0.25 },
+      jitterMs: 1500,
+      pauseOnFailure: true,
+      pausedReason: null,
+      version: 4,
       createdAt: new Date('2030-01-01T00:00:00Z'),
       updatedAt: new Date('2030-01-01T00:00:05Z'),
     });

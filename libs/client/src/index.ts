@@ -24,6 +24,8 @@ export {
   type JobState,
   type ListJobsOptions,
   type MisfirePolicy,
+  type RetryPolicy,
+  type RetryPolicyInput,
 } from './jobs';
 export type { ListRunsOptions, Run, RunOutcome, RunPage } from './runs';
 export type { DstMark, Occurrence, PreviewScheduleInput, SchedulePreview } from './schedules';

@@ -8,10 +8,11 @@
  * exactly as the coordinator would answer it. Everything else — cron syntax,
  * time zones, size limits — is the coordinator's to judge.
  */
-import { create, type JsonObject } from '@bufbuild/protobuf';
+import { create, type JsonObject, type MessageInitShape } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import {
   CreateJobRequestSchema,
+  type RetryPolicySchema,
   JobState as WireJobState,
   MisfirePolicy as WireMisfirePolicy,
   type CreateJobRequest,
@@ -19,6 +20,8 @@ import {
 } from '@kairos/proto';
 import { KairosError, KairosErrorCode } from './error';
 import { counter, dateOrNull, textOrNull } from './wire-values';
+
+type RetryPolicyInit = Omit<MessageInitShape<typeof RetryPolicySchema>, '$typeName'>;
 
 /**
  * Lifecycle state of a job (see jobs.proto for the state diagram).
@@ -51,6 +54,28 @@ interface CreateJobCommon {
   misfirePolicy?: MisfirePolicy;
   /** Makes the call safe to retry: the same key and request return the first job. */
   idempotencyKey?: string;
+  /** Retry policy for failed attempts; unset fields take the coordinator's defaults. */
+  retry?: RetryPolicyInput;
+}
+
+/** How failed attempts are retried; every field optional (the coordinator's default). */
+export interface RetryPolicyInput {
+  /** Delay after the first failed attempt, ms. */
+  initialIntervalMs?: number;
+  /** Longest delay, ms. */
+  maxIntervalMs?: number;
+  /** Growth per attempt, 1 to 10. */
+  multiplier?: number;
+  /** Fraction of each delay taken off at random, 0 to 1. */
+  jitter?: number;
+}
+
+/** The retry policy in force on a job. */
+export interface RetryPolicy {
+  initialIntervalMs: number;
+  maxIntervalMs: number;
+  multiplier: number;
+  jitter: number;
 }
 
 /**
@@ -62,8 +87,16 @@ interface CreateJobCommon {
  */
 export type CreateJobInput = CreateJobCommon &
   (
-    | { runAt: Date | string; schedule?: undefined; timezone?: undefined }
-    | { schedule: string; timezone?: string; runAt?: undefined }
+    | { runAt: Date | string; schedule?: undefined; timezone?: undefined; jitterMs?: undefined; pauseOnFailure?: undefined }
+    | {
+        schedule: string;
+        timezone?: string;
+        runAt?: undefined;
+        /** Each occurrence starts up to this many ms late, fixed per occurrence (at most 1 h). */
+        jitterMs?: number;
+        /** An occurrence that exhausts its attempts pauses the job instead of moving on. */
+        pauseOnFailure?: boolean;
+      }
   );
 
 export interface CreateJobResult {
@@ -99,6 +132,15 @@ export interface Job {
   leaseGeneration: number;
   /** An abort of the running run in progress (abortRun), until the run has ended; null otherwise. */
   abort: { requestedAt: Date | null; requestedBy: string | null; stopSchedule: boolean } | null;
+  /** The retry policy in force. */
+  retry: RetryPolicy;
+  /** Start jitter of a recurring job's occurrences, ms; 0: on time. */
+  jitterMs: number;
+  pauseOnFailure: boolean;
+  /** Why the job was paused automatically; null otherwise. */
+  pausedReason: string | null;
+  /** Grows by one on every edit. */
+  version: number;
   createdAt: Date | null;
   updatedAt: Date | null;
 }
@@ -178,7 +220,25 @@ export function createJobRequest(input: CreateJobInput): CreateJobRequest {
     timeoutSeconds: uint32(input.timeoutSeconds, 'timeoutSeconds'),
     misfirePolicy: input.misfirePolicy === undefined ? WireMisfirePolicy.UNSPECIFIED : MISFIRE_TO_WIRE[input.misfirePolicy],
     idempotencyKey: input.idempotencyKey ?? '',
+    ...(input.retry === undefined ? {} : { retry: retryRequest(input.retry) }),
+    jitterMs: uint32(input.jitterMs, 'jitterMs'),
+    pauseOnFailure: input.pauseOnFailure === true,
   });
+}
+
+/** A RetryPolicy message from the input: set fields only, checked for type. */
+export function retryRequest(retry: RetryPolicyInput): RetryPolicyInit {
+  if (typeof retry !== 'object' || retry === null) throw invalid('retry', 'retry must be an object');
+  const out: RetryPolicyInit = {};
+  if (retry.initialIntervalMs !== undefined) out.initialIntervalMs = uint32(retry.initialIntervalMs, 'retry.initialIntervalMs');
+  if (retry.maxIntervalMs !== undefined) out.maxIntervalMs = uint32(retry.maxIntervalMs, 'retry.maxIntervalMs');
+  for (const field of ['multiplier', 'jitter'] as const) {
+    const value = retry[field];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid(`retry.${field}`, `retry.${field} must be a number`);
+    out[field] = value;
+  }
+  return out;
 }
 
 /** The ListJobs filter fields; throws `invalid-argument` for an unknown state or bad limit. */
@@ -217,6 +277,16 @@ export function jobFromWire(job: WireJob): Job {
     misfirePolicy: job.misfirePolicy === WireMisfirePolicy.SKIP ? 'skip' : 'fire-once',
     idempotencyKey: textOrNull(job.idempotencyKey),
     leaseGeneration: counter(job.leaseGeneration),
+    retry: {
+      initialIntervalMs: job.retry?.initialIntervalMs ?? 0,
+      maxIntervalMs: job.retry?.maxIntervalMs ?? 0,
+      multiplier: job.retry?.multiplier ?? 2,
+      jitter: job.retry?.jitter ?? 0,
+    },
+    jitterMs: job.jitterMs,
+    pauseOnFailure: job.pauseOnFailure,
+    pausedReason: textOrNull(job.pausedReason),
+    version: job.version,
     abort:
       job.abort === undefined
         ? null

@@ -10,5 +10,5 @@ export { parseRunAt } from './run-at';
 export { parseCron, type CronSchedule } from './cron-schedule';
 export { firstOccurrence, nextOccurrence } from './occurrences';
 export { planAfterOccurrence, type OccurrencePlan } from './occurrence-plan';
-export { retryBackoffMs } from './retry-backoff';
+export { jittered, retryBackoffMs, stableFraction } from './retry-backoff';
 export { previewOccurrences, MAX_PREVIEW_COUNT, type DstMark, type PreviewedOccurrence } from './preview';

@@ -20,7 +20,7 @@ export type {
   LeaseStatements,
 } from './lease';
 export { isJobId, MAX_ERROR_CHARS, CLAIM_SQL, DEFAULT_ABORT_GRACE_MS, leaseStatements } from './lease';
-export type { AttemptOutcome, RetryPolicy } from './settle';
+export { NO_JOB_RETRY, type AttemptOutcome, type JobRetry, type RetryPolicy } from './settle';
 export { ABORT_CHANNEL, type ChangeHandlers, type ChangeListener } from './notifications';
 export { migrate, loadMigrations, MIGRATIONS_DIR } from './migrate';
 export { startEmbeddedPostgres, freePort, type EmbeddedPostgres, type EmbeddedPostgresOptions } from './embedded';

@@ -12,6 +12,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { isJobId } from './lease';
 import { storeCall } from './pg-errors';
 import { jobs } from './schema';
+import { NO_JOB_RETRY, startOf, type JobRetry } from './settle';
 
 export type JobState = 'DUE' | 'CLAIMED' | 'COMPLETED' | 'DEAD' | 'PAUSED' | 'CANCELLED';
 export const JOB_STATES: readonly JobState[] = ['DUE', 'CLAIMED', 'COMPLETED', 'DEAD', 'PAUSED', 'CANCELLED'];
@@ -40,6 +41,15 @@ export interface JobRecord {
   idempotencyKey: string | null;
   /** An abort of the running run that has not settled yet (POST /jobs/{id}/abort); null otherwise. */
   abort: { requestedAt: Date; requestedBy: string | null; stopSchedule: boolean } | null;
+  /** The job's own retry policy; null fields take the coordinator's defaults. */
+  retry: JobRetry;
+  /** A recurring job's occurrences start up to this much later, fixed per occurrence. */
+  startJitterMs: number;
+  pauseOnFailure: boolean;
+  /** Why the job was paused automatically (pauseOnFailure); null otherwise. */
+  pausedReason: string | null;
+  /** Grows by one on every edit: the ETag. */
+  version: number;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -59,6 +69,9 @@ export interface NewJob {
   idempotencyKey?: string | null;
   /** Digest of the normalised request, compared when the idempotency key repeats. */
   requestDigest?: string | null;
+  retry?: JobRetry;
+  startJitterMs?: number;
+  pauseOnFailure?: boolean;
 }
 
 export type CreateResult =
@@ -173,10 +186,13 @@ async function create(db: NodePgDatabase, input: NewJob, now?: Date): Promise<Cr
   const runAt = input.runAt ?? null;
   if ((cron === null) === (runAt === null)) throw new Error('jobs.create needs exactly one of cron and runAt');
   const occurrence = cron ? firstOccurrence(cron, clock) : runAt!;
+  const id = uuidv7();
+  const retry = input.retry ?? NO_JOB_RETRY;
+  const startJitterMs = cron ? (input.startJitterMs ?? 0) : 0;
   const inserted = await db
     .insert(jobs)
     .values({
-      id: uuidv7(),
+      id,
       namespace: input.namespace,
       name: input.name ?? null,
       task: input.task,
@@ -186,8 +202,14 @@ async function create(db: NodePgDatabase, input: NewJob, now?: Date): Promise<Cr
       payload: input.payload ?? {},
       state: 'DUE',
       occurrenceAt: occurrence,
-      nextRunAt: occurrence,
+      nextRunAt: cron ? startOf(id, occurrence, startJitterMs) : occurrence,
       maxAttempts: input.maxAttempts,
+      retryInitialMs: retry.initialMs,
+      retryMaxMs: retry.maxMs,
+      retryMultiplier: retry.multiplier,
+      retryJitter: retry.jitter,
+      startJitterMs,
+      pauseOnFailure: input.pauseOnFailure ?? false,
       timeoutMs: input.timeoutMs ?? null,
       misfirePolicy: input.misfirePolicy,
       idempotencyKey: input.idempotencyKey ?? null,
@@ -246,6 +268,11 @@ function toJobRecord(row: JobRow): JobRecord {
       row.abortRequestedAt === null
         ? null
         : { requestedAt: row.abortRequestedAt, requestedBy: row.abortRequestedBy, stopSchedule: row.abortStopSchedule },
+    retry: { initialMs: row.retryInitialMs, maxMs: row.retryMaxMs, multiplier: row.retryMultiplier, jitter: row.retryJitter },
+    startJitterMs: row.startJitterMs,
+    pauseOnFailure: row.pauseOnFailure,
+    pausedReason: row.pausedReason,
+    version: row.version,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
   };

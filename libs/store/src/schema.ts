@@ -6,7 +6,7 @@
  * `schema.pg.test.ts` checks that these definitions name the same columns.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, boolean, integer, jsonb, pgEnum, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, doublePrecision, integer, jsonb, pgEnum, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 
 export const jobState = pgEnum('kairos_job_state', ['DUE', 'CLAIMED', 'COMPLETED', 'DEAD', 'PAUSED', 'CANCELLED']);
 export const runOutcome = pgEnum('kairos_run_outcome', [
@@ -51,6 +51,15 @@ export const jobs = pgTable('jobs', {
   abortRequestedAt: tstz('abort_requested_at'),
   abortRequestedBy: text('abort_requested_by'),
   abortStopSchedule: boolean('abort_stop_schedule').notNull().default(false),
+  // Per-job retry and start jitter, pause on failure, edit version (migration 0006).
+  retryInitialMs: integer('retry_initial_ms'),
+  retryMaxMs: integer('retry_max_ms'),
+  retryMultiplier: doublePrecision('retry_multiplier'),
+  retryJitter: doublePrecision('retry_jitter'),
+  startJitterMs: integer('start_jitter_ms').notNull().default(0),
+  pauseOnFailure: boolean('pause_on_failure').notNull().default(false),
+  pausedReason: text('paused_reason'),
+  version: integer('version').notNull().default(1),
 });
 
 export const runs = pgTable('runs', {

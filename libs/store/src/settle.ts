@@ -13,7 +13,13 @@
  *                              the lease already cost its duration)
  * - failure, cap reached    -> one-off: DEAD (a human must look);
  *                              recurring: the failure is recorded and the job
- *                              goes on to its next occurrence, as on success
+ *                              goes on to its next occurrence, as on success;
+ *                              with pauseOnFailure it is PAUSED there instead,
+ *                              with the reason recorded
+ *
+ * Retry delays follow the job's retry policy (its own, or the coordinator's
+ * defaults), with deterministic jitter; a recurring job's next start is its
+ * next occurrence plus its start jitter (`startOf`).
  * - aborted by an operator  -> never retried. The run is recorded CANCELLED
  *   (any end but success)      (LEASE_EXPIRED if the agent never confirmed it
  *                              stopped); one-off: CANCELLED; recurring: its next
@@ -25,7 +31,7 @@
  * `attempt` counts attempts spent on the current occurrence; a claim spends one,
  * so it is reset to 0 only when the job moves to a new occurrence.
  */
-import { planAfterOccurrence, retryBackoffMs, type MisfirePolicy } from '@kairos/schedule';
+import { jittered, planAfterOccurrence, retryBackoffMs, stableFraction, type MisfirePolicy } from '@kairos/schedule';
 
 /** How an attempt ended, as recorded on its run row. */
 export type AttemptOutcome = 'SUCCEEDED' | 'FAILED' | 'TIMED_OUT' | 'CANCELLED' | 'LEASE_EXPIRED';
@@ -40,7 +46,25 @@ export interface SettlingJob {
   misfirePolicy: MisfirePolicy;
   /** An operator's abort of the run being settled (POST /jobs/{id}/abort); null when none. */
   abort: AbortRequest | null;
+  /** Seeds the deterministic jitter. */
+  id: string;
+  /** The job's own retry policy; each null field takes the default. */
+  retry: JobRetry;
+  /** A recurring job's occurrences start up to this much later (fixed per occurrence). */
+  startJitterMs: number;
+  /** A recurring job whose occurrence exhausts its attempts is PAUSED instead of moving on. */
+  pauseOnFailure: boolean;
 }
+
+/** A job's retry policy as stored: null fields take the coordinator's defaults. */
+export interface JobRetry {
+  initialMs: number | null;
+  maxMs: number | null;
+  multiplier: number | null;
+  jitter: number | null;
+}
+
+export const NO_JOB_RETRY: JobRetry = { initialMs: null, maxMs: null, multiplier: null, jitter: null };
 
 export interface AbortRequest {
   /** Who asked (a token's name and id), recorded on the run. */
@@ -50,7 +74,9 @@ export interface AbortRequest {
 }
 
 export interface Settlement {
-  state: 'DUE' | 'COMPLETED' | 'DEAD' | 'CANCELLED';
+  state: 'DUE' | 'COMPLETED' | 'DEAD' | 'CANCELLED' | 'PAUSED';
+  /** Why a failing recurring job was paused (pauseOnFailure); null otherwise. */
+  pausedReason: string | null;
   /** What the run row records: the attempt's outcome, or CANCELLED for a run an operator aborted. */
   runOutcome: AttemptOutcome;
   /** Who aborted the run, for runs.aborted_by; null unless an abort decided it. */
@@ -71,6 +97,23 @@ export interface RetryPolicy {
   backoffCapMs?: number;
 }
 
+/** When an occurrence may start: the occurrence plus the job's start jitter, fixed per job and occurrence. */
+export function startOf(jobId: string, occurrence: Date, startJitterMs: number): Date {
+  if (startJitterMs <= 0) return occurrence;
+  return new Date(occurrence.getTime() + Math.floor(stableFraction(jobId, occurrence.getTime(), 'start') * startJitterMs));
+}
+
+/** The delay before retrying after `job.attempt` failed: the job's policy, else the defaults, jittered deterministically. */
+export function retryDelayMs(job: Pick<SettlingJob, 'id' | 'retry' | 'attempt' | 'occurrenceAt'>, defaults: RetryPolicy = {}): number {
+  const delayMs = retryBackoffMs(job.attempt, {
+    baseMs: job.retry.initialMs ?? defaults.backoffBaseMs ?? 1000,
+    capMs: job.retry.maxMs ?? defaults.backoffCapMs ?? 3_600_000,
+    multiplier: job.retry.multiplier ?? 2,
+  });
+  const jitter = job.retry.jitter ?? 0;
+  return jitter === 0 ? delayMs : jittered(delayMs, jitter, stableFraction(job.id, job.occurrenceAt.getTime(), job.attempt));
+}
+
 export function settle(job: SettlingJob, outcome: AttemptOutcome, now: Date, retry: RetryPolicy = {}): Settlement {
   const succeeded = outcome === 'SUCCEEDED';
   const recorded = { runOutcome: outcome, abortedBy: null };
@@ -80,19 +123,26 @@ export function settle(job: SettlingJob, outcome: AttemptOutcome, now: Date, ret
       abortedBy: succeeded ? null : job.abort.by,
     };
     if (job.abort.stopSchedule || (job.schedule === null && !succeeded)) {
-      return { state: 'CANCELLED', ...aborted, nextRunAt: null, occurrenceAt: job.occurrenceAt, attempt: job.attempt, skipped: [], skippedCount: 0 };
+      return {
+        state: 'CANCELLED',
+        ...aborted,
+        pausedReason: null,
+        nextRunAt: null,
+        occurrenceAt: job.occurrenceAt,
+        attempt: job.attempt,
+        skipped: [],
+        skippedCount: 0,
+      };
     }
     if (job.schedule === null) return finished('COMPLETED', job, aborted);
     return nextOccurrence(job, now, aborted);
   }
   if (!succeeded && job.attempt < job.maxAttempts) {
-    const delayMs =
-      outcome === 'LEASE_EXPIRED'
-        ? 0
-        : retryBackoffMs(job.attempt, { baseMs: retry.backoffBaseMs ?? 1000, capMs: retry.backoffCapMs ?? 3_600_000 });
+    const delayMs = outcome === 'LEASE_EXPIRED' ? 0 : retryDelayMs(job, retry);
     return {
       state: 'DUE',
       ...recorded,
+      pausedReason: null,
       nextRunAt: new Date(now.getTime() + delayMs),
       occurrenceAt: job.occurrenceAt,
       attempt: job.attempt,
@@ -101,13 +151,18 @@ export function settle(job: SettlingJob, outcome: AttemptOutcome, now: Date, ret
     };
   }
   if (job.schedule === null) return finished(succeeded ? 'COMPLETED' : 'DEAD', job, recorded);
-  return nextOccurrence(job, now, recorded);
+  const next = nextOccurrence(job, now, recorded);
+  if (!succeeded && job.pauseOnFailure) {
+    const reason = `paused on failure: occurrence ${job.occurrenceAt.toISOString()} ended ${outcome} after ${job.attempt} of ${job.maxAttempts} attempts`;
+    return { ...next, state: 'PAUSED', pausedReason: reason };
+  }
+  return next;
 }
 
 type RunRecording = Pick<Settlement, 'runOutcome' | 'abortedBy'>;
 
 function finished(state: 'COMPLETED' | 'DEAD', job: SettlingJob, run: RunRecording): Settlement {
-  return { state, ...run, nextRunAt: null, occurrenceAt: job.occurrenceAt, attempt: job.attempt, skipped: [], skippedCount: 0 };
+  return { state, ...run, pausedReason: null, nextRunAt: null, occurrenceAt: job.occurrenceAt, attempt: job.attempt, skipped: [], skippedCount: 0 };
 }
 
 /** A recurring job moves on to the occurrence after the one just served; missed ones follow the misfire policy. */
@@ -116,7 +171,8 @@ function nextOccurrence(job: SettlingJob, now: Date, run: RunRecording): Settlem
   return {
     state: 'DUE',
     ...run,
-    nextRunAt: plan.next,
+    pausedReason: null,
+    nextRunAt: startOf(job.id, plan.next, job.startJitterMs),
     occurrenceAt: plan.next,
     attempt: 0,
     skipped: plan.skipped,

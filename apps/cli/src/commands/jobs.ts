@@ -6,7 +6,7 @@ import { MISFIRE_POLICIES, type CreateJobInput, type Job, type MisfirePolicy } f
 import { Option, type Command } from 'commander';
 import { globalOptions, withClient } from '../context';
 import { UsageError } from '../errors';
-import { jobState, payloadFromFlags, rfc3339, wholeNumber } from '../flags';
+import { decimal, jobState, payloadFromFlags, rfc3339, wholeNumber } from '../flags';
 import type { CliIo } from '../io';
 import { formatFields, formatTable, formatTime, NONE, writeJson } from '../output';
 
@@ -22,6 +22,12 @@ interface CreateFlags {
   timeoutSeconds?: number;
   misfirePolicy?: MisfirePolicy;
   idempotencyKey?: string;
+  retryInitialMs?: number;
+  retryMaxMs?: number;
+  retryMultiplier?: number;
+  retryJitter?: number;
+  jitterMs?: number;
+  pauseOnFailure?: boolean;
 }
 
 interface ListFlags {
@@ -51,6 +57,12 @@ export function registerJobCommands(program: Command, io: CliIo): Command {
       new Option('--misfire-policy <policy>', 'missed occurrences: run once late, or skip').choices(MISFIRE_POLICIES),
     )
     .option('--idempotency-key <key>', 'makes retrying this command safe')
+    .option('--retry-initial-ms <ms>', 'delay after the first failed attempt (default: the coordinator\'s, 1000)', wholeNumber(0))
+    .option('--retry-max-ms <ms>', 'longest retry delay (default 3600000)', wholeNumber(0))
+    .option('--retry-multiplier <x>', 'retry delay growth per attempt, 1 to 10 (default 2)', decimal)
+    .option('--retry-jitter <fraction>', 'take up to this fraction off each retry delay, 0 to 1 (default 0)', decimal)
+    .option('--jitter-ms <ms>', 'recurring: start each occurrence up to this late, fixed per occurrence (at most 3600000)', wholeNumber(0))
+    .option('--pause-on-failure', 'recurring: pause the job when an occurrence exhausts its attempts')
     .action(async (flags: CreateFlags, command: Command) => {
       const input = createInput(flags);
       const globals = globalOptions(command, io);
@@ -150,7 +162,14 @@ export function registerJobCommands(program: Command, io: CliIo): Command {
 function createInput(flags: CreateFlags): CreateJobInput {
   // A JSON.parse result is JSON by construction; the client's type says so more narrowly.
   const payload = payloadFromFlags(flags) as CreateJobInput['payload'];
+  const retry = {
+    ...(flags.retryInitialMs === undefined ? {} : { initialIntervalMs: flags.retryInitialMs }),
+    ...(flags.retryMaxMs === undefined ? {} : { maxIntervalMs: flags.retryMaxMs }),
+    ...(flags.retryMultiplier === undefined ? {} : { multiplier: flags.retryMultiplier }),
+    ...(flags.retryJitter === undefined ? {} : { jitter: flags.retryJitter }),
+  };
   const common = {
+    ...(Object.keys(retry).length === 0 ? {} : { retry }),
     task: flags.task,
     ...(payload === undefined ? {} : { payload }),
     ...(flags.name === undefined ? {} : { name: flags.name }),
@@ -164,10 +183,18 @@ function createInput(flags: CreateFlags): CreateJobInput {
   }
   if (flags.runAt !== undefined) {
     if (flags.timezone !== undefined) throw new UsageError('--timezone applies to --schedule only', '--timezone');
+    if (flags.jitterMs !== undefined) throw new UsageError('--jitter-ms applies to --schedule only', '--jitter-ms');
+    if (flags.pauseOnFailure === true) throw new UsageError('--pause-on-failure applies to --schedule only', '--pause-on-failure');
     return { ...common, runAt: flags.runAt };
   }
   if (flags.schedule !== undefined) {
-    return { ...common, schedule: flags.schedule, ...(flags.timezone === undefined ? {} : { timezone: flags.timezone }) };
+    return {
+      ...common,
+      schedule: flags.schedule,
+      ...(flags.timezone === undefined ? {} : { timezone: flags.timezone }),
+      ...(flags.jitterMs === undefined ? {} : { jitterMs: flags.jitterMs }),
+      ...(flags.pauseOnFailure === true ? { pauseOnFailure: true } : {}),
+    };
   }
   throw new UsageError('one of --run-at <rfc3339> or --schedule <cron> is required', '--run-at');
 }
@@ -200,6 +227,19 @@ function jobFields(job: Job): Array<[string, string]> {
     ['attempt', attempts(job)],
     ['timeout', job.timeoutSeconds === 0 ? 'none' : `${job.timeoutSeconds}s`],
     ['misfire policy', job.misfirePolicy],
+    [
+      'retry',
+      `${job.retry.initialIntervalMs} ms ×${job.retry.multiplier} up to ${job.retry.maxIntervalMs} ms` +
+        (job.retry.jitter > 0 ? `, jitter ${job.retry.jitter}` : ''),
+    ],
+    ...(job.schedule === null
+      ? []
+      : ([
+          ['start jitter', job.jitterMs === 0 ? 'none' : `${job.jitterMs} ms`],
+          ['pause on failure', job.pauseOnFailure ? 'yes' : 'no'],
+        ] as Array<[string, string]>)),
+    ...(job.pausedReason === null ? [] : ([['paused because', job.pausedReason]] as Array<[string, string]>)),
+    ['version', String(job.version)],
     ['idempotency key', job.idempotencyKey ?? NONE],
     ['lease generation', String(job.leaseGeneration)],
     ...(job.abort === null

@@ -13,6 +13,7 @@ import {
   RunOutcome,
   type GrpcServiceImplementation,
   type JobService,
+  type RetryPolicy,
   type ServiceMethods,
 } from '@kairos/proto';
 import type { Dispatcher } from '../dispatch/dispatcher';
@@ -49,6 +50,9 @@ export function jobServiceImplementation(deps: {
       const misfirePolicy = MISFIRE_POLICY_NAMES[req.misfirePolicy];
       if (misfirePolicy !== undefined) body.misfirePolicy = misfirePolicy;
       if (req.idempotencyKey) body.idempotencyKey = req.idempotencyKey;
+      if (req.retry) body.retry = retryBody(req.retry);
+      if (req.jitterMs) body.jitterMs = req.jitterMs;
+      if (req.pauseOnFailure) body.pauseOnFailure = true;
       const result = await commands.create(namespace, body);
       return { jobId: result.job.jobId, created: result.created };
     }),
@@ -123,6 +127,16 @@ export function jobServiceImplementation(deps: {
   } satisfies Impl;
 }
 
+/** The set fields of a RetryPolicy message, as the REST body's `retry`. */
+function retryBody(retry: RetryPolicy): Record<string, number> {
+  const body: Record<string, number> = {};
+  if (retry.initialIntervalMs !== undefined) body.initialIntervalMs = retry.initialIntervalMs;
+  if (retry.maxIntervalMs !== undefined) body.maxIntervalMs = retry.maxIntervalMs;
+  if (retry.multiplier !== undefined) body.multiplier = retry.multiplier;
+  if (retry.jitter !== undefined) body.jitter = retry.jitter;
+  return body;
+}
+
 const MISFIRE_POLICY_NAMES: Record<number, 'skip' | 'fire-once' | undefined> = {
   [MisfirePolicy.UNSPECIFIED]: undefined,
   [MisfirePolicy.SKIP]: 'skip',
@@ -166,6 +180,11 @@ function toJobMessage(job: JobView) {
     leaseGeneration: BigInt(job.leaseGeneration),
     createdAt: ts(job.createdAt),
     updatedAt: ts(job.updatedAt),
+    retry: job.retry,
+    jitterMs: job.jitterMs,
+    pauseOnFailure: job.pauseOnFailure,
+    pausedReason: job.pausedReason ?? '',
+    version: job.version,
     ...(job.abort
       ? {
           abort: {

@@ -31,6 +31,15 @@ export interface JobView {
   leaseOwner: string | null;
   /** An abort of the running run in progress (until the run has ended); null otherwise. */
   abort: { requestedAt: string; requestedBy: string | null; stopSchedule: boolean } | null;
+  /** The retry policy in force: the job's own values, the coordinator's defaults for the rest. */
+  retry: { initialIntervalMs: number; maxIntervalMs: number; multiplier: number; jitter: number };
+  /** A recurring job's occurrences start up to this much later (fixed per occurrence); 0: on time. */
+  jitterMs: number;
+  pauseOnFailure: boolean;
+  /** Why the job was paused automatically; null otherwise. */
+  pausedReason: string | null;
+  /** Grows by one on every edit; the ETag of GET /jobs/{id}. */
+  version: number;
   createdAt: string;
   updatedAt: string;
 }
@@ -93,8 +102,26 @@ export interface JobCommands {
   runs(namespace: string, jobId: string, options?: { limit?: number; cursor?: string }): Promise<{ runs: RunView[]; nextCursor: string | null }>;
 }
 
-/** `onJobsDue` pokes the local dispatcher when a change may have made a job due sooner. */
-export function jobCommands(store: Store, onJobsDue: () => void, onAbort: () => void = () => undefined): JobCommands {
+/** The coordinator's retry defaults (KAIROS_RETRY_BASE_MS, KAIROS_RETRY_CAP_MS), shown where a job has none of its own. */
+export interface RetryDefaults {
+  initialIntervalMs: number;
+  maxIntervalMs: number;
+}
+
+export interface JobCommandDeps {
+  store: Store;
+  /** Pokes the local dispatcher when a change may have made a job due sooner. */
+  onJobsDue: () => void;
+  /** Counts an abort taken. */
+  onAbort?: () => void;
+  retryDefaults?: RetryDefaults;
+}
+
+export function jobCommands(deps: JobCommandDeps): JobCommands {
+  const { store, onJobsDue } = deps;
+  const onAbort = deps.onAbort ?? (() => undefined);
+  const defaults = deps.retryDefaults ?? { initialIntervalMs: 1000, maxIntervalMs: 3_600_000 };
+  const jobView = (job: JobRecord) => toJobView(job, defaults);
   async function mustGet(namespace: string, jobId: string): Promise<JobView> {
     const job = await store.jobs.get(namespace, parseId(jobId));
     if (!job) throw notFound(jobId);
@@ -273,7 +300,7 @@ function iso(date: Date | null): string | null {
   return date ? date.toISOString() : null;
 }
 
-export function jobView(job: JobRecord): JobView {
+export function toJobView(job: JobRecord, defaults: RetryDefaults): JobView {
   return {
     jobId: job.id,
     namespace: job.namespace,
@@ -297,6 +324,16 @@ export function jobView(job: JobRecord): JobView {
       job.abort === null
         ? null
         : { requestedAt: job.abort.requestedAt.toISOString(), requestedBy: job.abort.requestedBy, stopSchedule: job.abort.stopSchedule },
+    retry: {
+      initialIntervalMs: job.retry.initialMs ?? defaults.initialIntervalMs,
+      maxIntervalMs: job.retry.maxMs ?? defaults.maxIntervalMs,
+      multiplier: job.retry.multiplier ?? 2,
+      jitter: job.retry.jitter ?? 0,
+    },
+    jitterMs: job.startJitterMs,
+    pauseOnFailure: job.pauseOnFailure,
+    pausedReason: job.pausedReason,
+    version: job.version,
     createdAt: job.createdAt.toISOString(),
     updatedAt: job.updatedAt.toISOString(),
   };

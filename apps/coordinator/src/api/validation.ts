@@ -15,7 +15,7 @@ import {
   type CronSchedule,
   type MisfirePolicy,
 } from '@kairos/schedule';
-import { isJobId, JOB_STATES, type JobState } from '@kairos/store';
+import { isJobId, JOB_STATES, type JobRetry, type JobState } from '@kairos/store';
 import { findJsonProblem, MAX_PAYLOAD_DEPTH } from './json-safety';
 
 /** A request field failed validation. */
@@ -41,7 +41,59 @@ export const LIMITS = {
   defaultListPage: 100,
   previewCount: 1000,
   defaultPreviewCount: 10,
+  retryIntervalMs: 7 * 24 * 3600 * 1000,
+  retryMultiplier: 10,
+  startJitterMs: 3600 * 1000,
 } as const;
+
+const retrySchema = z.strictObject(
+  {
+    initialIntervalMs: z
+      .number({ error: 'retry.initialIntervalMs must be an integer' })
+      .int('retry.initialIntervalMs must be an integer')
+      .min(0, 'retry.initialIntervalMs must be at least 0')
+      .max(LIMITS.retryIntervalMs, `retry.initialIntervalMs must be at most ${LIMITS.retryIntervalMs} (7 days)`)
+      .nullish(),
+    maxIntervalMs: z
+      .number({ error: 'retry.maxIntervalMs must be an integer' })
+      .int('retry.maxIntervalMs must be an integer')
+      .min(0, 'retry.maxIntervalMs must be at least 0')
+      .max(LIMITS.retryIntervalMs, `retry.maxIntervalMs must be at most ${LIMITS.retryIntervalMs} (7 days)`)
+      .nullish(),
+    multiplier: z
+      .number({ error: 'retry.multiplier must be a number' })
+      .min(1, 'retry.multiplier must be at least 1')
+      .max(LIMITS.retryMultiplier, `retry.multiplier must be at most ${LIMITS.retryMultiplier}`)
+      .nullish(),
+    jitter: z
+      .number({ error: 'retry.jitter must be a number' })
+      .min(0, 'retry.jitter must be between 0 and 1')
+      .max(1, 'retry.jitter must be between 0 and 1')
+      .nullish(),
+  },
+  { error: 'retry must be an object {initialIntervalMs, maxIntervalMs, multiplier, jitter}' },
+);
+
+/** The job's retry policy as stored (null: the coordinator's default), from the request's `retry`. */
+export function parseRetry(value: z.infer<typeof retrySchema> | null | undefined): JobRetry {
+  const retry = {
+    initialMs: value?.initialIntervalMs ?? null,
+    maxMs: value?.maxIntervalMs ?? null,
+    multiplier: value?.multiplier ?? null,
+    jitter: value?.jitter ?? null,
+  };
+  if (retry.initialMs !== null && retry.maxMs !== null && retry.maxMs < retry.initialMs) {
+    throw new ValidationError('retry.maxIntervalMs', 'retry.maxIntervalMs must be at least retry.initialIntervalMs');
+  }
+  return retry;
+}
+
+const startJitterField = z
+  .number({ error: 'jitterMs must be an integer' })
+  .int('jitterMs must be an integer')
+  .min(0, 'jitterMs must be at least 0')
+  .max(LIMITS.startJitterMs, `jitterMs must be at most ${LIMITS.startJitterMs} (1 hour)`);
+const pauseOnFailureField = z.boolean({ error: 'pauseOnFailure must be true or false' });
 
 const TASK_RE = /^[A-Za-z0-9][A-Za-z0-9_.:-]*$/;
 
@@ -78,6 +130,9 @@ const createJobSchema = z.strictObject({
     .min(1, 'idempotencyKey must not be empty')
     .max(LIMITS.idempotencyKeyChars, `idempotencyKey must be at most ${LIMITS.idempotencyKeyChars} characters`)
     .nullish(),
+  retry: retrySchema.nullish(),
+  jitterMs: startJitterField.nullish(),
+  pauseOnFailure: pauseOnFailureField.nullish(),
 });
 
 export interface CreateJobInput {
@@ -90,6 +145,9 @@ export interface CreateJobInput {
   timeoutMs: number | null;
   misfirePolicy: MisfirePolicy;
   idempotencyKey: string | null;
+  retry: JobRetry;
+  startJitterMs: number;
+  pauseOnFailure: boolean;
   /** sha256 of the normalised request: same key + same digest = the same request. */
   requestDigest: string;
 }
@@ -137,7 +195,14 @@ export function parseCreateJob(body: unknown): CreateJobInput {
     if (error instanceof ScheduleValidationError) throw new ValidationError(error.field, error.message);
     throw error;
   }
+  if (!hasSchedule && (req.jitterMs ?? 0) > 0) throw new ValidationError('jitterMs', 'jitterMs applies to recurring jobs (schedule) only');
+  if (!hasSchedule && req.pauseOnFailure === true) {
+    throw new ValidationError('pauseOnFailure', 'pauseOnFailure applies to recurring jobs (schedule) only; a one-off job that fails goes DEAD');
+  }
   const input: Omit<CreateJobInput, 'requestDigest'> = {
+    retry: parseRetry(req.retry),
+    startJitterMs: req.jitterMs ?? 0,
+    pauseOnFailure: req.pauseOnFailure ?? false,
     name: req.name ?? null,
     task: req.task,
     cron,
@@ -241,7 +306,7 @@ function emptyToUndefined(value: unknown): unknown {
 export function fromZod(error: z.ZodError, input: unknown): ValidationError {
   const issue = error.issues[0]!;
   if (issue.code === 'unrecognized_keys') {
-    const key = issue.keys[0] ?? 'body';
+    const key = [...issue.path.map(String), issue.keys[0] ?? 'body'].join('.');
     return new ValidationError(key, `unknown field ${key}`);
   }
   const field = issue.path.length > 0 ? issue.path.map(String).join('.') : 'body';

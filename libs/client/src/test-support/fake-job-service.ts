@@ -76,6 +76,10 @@ export function sampleJob(overrides: Partial<MessageInitShape<typeof JobSchema>>
     misfirePolicy: MisfirePolicy.SKIP,
     idempotencyKey: 'report-1',
     leaseGeneration: 7n,
+    retry: { initialIntervalMs: 500, maxIntervalMs: 60_000, multiplier: 3, jitter: 0.25 },
+    jitterMs: 1500,
+    pauseOnFailure: true,
+    version: 4,
     createdAt: timestampFromDate(new Date('2030-01-01T00:00:00Z')),
     updatedAt: timestampFromDate(new Date('2030-01-01T00:00:05Z')),
   };

@@ -6,7 +6,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import { MISFIRE_POLICIES, planAfterOccurrence, type MisfirePolicy } from '@kairos/schedule';
-import { settle, type AttemptOutcome, type RetryPolicy, type Settlement, type SettlingJob } from '../settle';
+import { settle, startOf, type AttemptOutcome, type RetryPolicy, type Settlement, type SettlingJob } from '../settle';
 import { isWellFormed, leaseKey, type HeldLeaseRef } from './refs';
 import { DEFAULT_MISFIRE_THRESHOLD_MS } from './claim';
 import { CLEAR_ABORT, currentHolders, holderArrays, inTransaction, lockInIdOrder, NOW, refusal, truncateError } from './sql';
@@ -41,7 +41,8 @@ interface LockedJob extends SettlingJob {
 }
 
 const LOCKED_COLUMNS = `j.id, j.lease_generation, j.lease_owner, j.schedule, j.timezone, j.occurrence_at,
-  j.attempt, j.max_attempts, j.misfire_policy, j.abort_requested_at, j.abort_requested_by, j.abort_stop_schedule`;
+  j.attempt, j.max_attempts, j.misfire_policy, j.abort_requested_at, j.abort_requested_by, j.abort_stop_schedule,
+  j.retry_initial_ms, j.retry_max_ms, j.retry_multiplier, j.retry_jitter, j.start_jitter_ms, j.pause_on_failure`;
 
 function toLockedJob(row: Record<string, unknown>): LockedJob {
   const policy = row.misfire_policy as MisfirePolicy;
@@ -60,6 +61,14 @@ function toLockedJob(row: Record<string, unknown>): LockedJob {
       row.abort_requested_at === null
         ? null
         : { by: (row.abort_requested_by as string | null) ?? null, stopSchedule: row.abort_stop_schedule === true },
+    retry: {
+      initialMs: (row.retry_initial_ms as number | null) ?? null,
+      maxMs: (row.retry_max_ms as number | null) ?? null,
+      multiplier: (row.retry_multiplier as number | null) ?? null,
+      jitter: (row.retry_jitter as number | null) ?? null,
+    },
+    startJitterMs: row.start_jitter_ms as number,
+    pauseOnFailure: row.pause_on_failure === true,
   };
 }
 
@@ -223,11 +232,20 @@ async function applyEndings(
   await client.query(
     `UPDATE jobs j SET
        state = u.state, next_run_at = u.next_run_at, occurrence_at = u.occurrence_at, attempt = u.attempt,
-       lease_until = NULL, lease_owner = NULL, lease_token = NULL, ${CLEAR_ABORT}, updated_at = $6
-     FROM unnest($1::uuid[], $2::kairos_job_state[], $3::timestamptz[], $4::timestamptz[], $5::int[])
-       AS u(id, state, next_run_at, occurrence_at, attempt)
+       paused_reason = u.paused_reason,
+       lease_until = NULL, lease_owner = NULL, lease_token = NULL, ${CLEAR_ABORT}, updated_at = $7
+     FROM unnest($1::uuid[], $2::kairos_job_state[], $3::timestamptz[], $4::timestamptz[], $5::int[], $6::text[])
+       AS u(id, state, next_run_at, occurrence_at, attempt, paused_reason)
      WHERE j.id = u.id`,
-    [ids, plans.map((p) => p.state), plans.map((p) => p.nextRunAt), plans.map((p) => p.occurrenceAt), plans.map((p) => p.attempt), now],
+    [
+      ids,
+      plans.map((p) => p.state),
+      plans.map((p) => p.nextRunAt),
+      plans.map((p) => p.occurrenceAt),
+      plans.map((p) => p.attempt),
+      plans.map((p) => p.pausedReason),
+      now,
+    ],
   );
   await client.query(
     `UPDATE runs r SET outcome = u.outcome, error = u.error, aborted_by = u.aborted_by, finished_at = $6
@@ -312,9 +330,9 @@ export async function skipMisfired(
       return { job, next: plan.next, skipped: [job.occurrenceAt, ...plan.skipped], skippedCount: plan.skippedCount + 1 };
     });
     await client.query(
-      `UPDATE jobs j SET next_run_at = u.next, occurrence_at = u.next, attempt = 0, updated_at = $3
-       FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, next) WHERE j.id = u.id`,
-      [items.map((i) => i.job.id), items.map((i) => i.next), now],
+      `UPDATE jobs j SET next_run_at = u.start, occurrence_at = u.next, attempt = 0, updated_at = $4
+       FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[]) AS u(id, next, start) WHERE j.id = u.id`,
+      [items.map((i) => i.job.id), items.map((i) => i.next), items.map((i) => startOf(i.job.id, i.next, i.job.startJitterMs)), now],
     );
     await insertSkipped(client, items, now);
     return { skipped: items.length };

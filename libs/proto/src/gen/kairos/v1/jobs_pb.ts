@@ -37,7 +37,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file kairos/v1/jobs.proto.
  */
 export const file_kairos_v1_jobs: GenFile = /*@__PURE__*/
-  fileDesc("ChRrYWlyb3MvdjEvam9icy5wcm90bxIJa2Fpcm9zLnYxIssECgNKb2ISCgoCaWQYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEgwKBG5hbWUYAyABKAkSDAoEdGFzaxgEIAEoCRIsCgZydW5fYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYBiABKAlIABIQCgh0aW1lem9uZRgHIAEoCRIoCgdwYXlsb2FkGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIiCgVzdGF0ZRgJIAEoDjITLmthaXJvcy52MS5Kb2JTdGF0ZRIvCgtuZXh0X3J1bl9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgLIAEoDRIUCgxtYXhfYXR0ZW1wdHMYDCABKA0SFwoPdGltZW91dF9zZWNvbmRzGA0gASgNEjAKDm1pc2ZpcmVfcG9saWN5GA4gASgOMhgua2Fpcm9zLnYxLk1pc2ZpcmVQb2xpY3kSFwoPaWRlbXBvdGVuY3lfa2V5GA8gASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YECABKAQSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFYWJvcnQYEyABKAsyGi5rYWlyb3MudjEuQWJvcnRJblByb2dyZXNzQgYKBHdoZW4icAoPQWJvcnRJblByb2dyZXNzEjAKDHJlcXVlc3RlZF9hdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMcmVxdWVzdGVkX2J5GAIgASgJEhUKDXN0b3Bfc2NoZWR1bGUYAyABKAgiwgIKA1J1bhIOCgZydW5faWQYASABKAkSDgoGam9iX2lkGAIgASgJEg8KB2F0dGVtcHQYAyABKA0SGAoQbGVhc2VfZ2VuZXJhdGlvbhgEIAEoBBIxCg1zY2hlZHVsZWRfZm9yGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpzdGFydGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoHb3V0Y29tZRgIIAEoDjIVLmthaXJvcy52MS5SdW5PdXRjb21lEhEKCXdvcmtlcl9pZBgJIAEoCRINCgVlcnJvchgKIAEoCRISCgphYm9ydGVkX2J5GAsgASgJIs4CCgVBZ2VudBIQCghhZ2VudF9pZBgBIAEoCRINCgV0YXNrcxgCIAMoCRIQCghjYXBhY2l0eRgDIAEoDRIRCglpbl9mbGlnaHQYBCABKA0SMAoMY29ubmVjdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1ChFsYXN0X2hlYXJ0YmVhdF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIZHJhaW5pbmcYByABKAgSDwoHdmVyc2lvbhgIIAEoCRIWCg5jb29yZGluYXRvcl9pZBgJIAEoCRIRCgluYW1lc3BhY2UYCiABKAkSNQoRcXVhcmFudGluZWRfdW50aWwYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXByb2JhdGlvbhgMIAEoCCKuAgoQQ3JlYXRlSm9iUmVxdWVzdBIsCgZydW5fYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYAiABKAlIABIQCgh0aW1lem9uZRgDIAEoCRIMCgR0YXNrGAQgASgJEigKB3BheWxvYWQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgwKBG5hbWUYBiABKAkSFAoMbWF4X2F0dGVtcHRzGAcgASgNEhcKD3RpbWVvdXRfc2Vjb25kcxgIIAEoDRIwCg5taXNmaXJlX3BvbGljeRgJIAEoDjIYLmthaXJvcy52MS5NaXNmaXJlUG9saWN5EhcKD2lkZW1wb3RlbmN5X2tleRgKIAEoCUIGCgR3aGVuIjQKEUNyZWF0ZUpvYlJlc3BvbnNlEg4KBmpvYl9pZBgBIAEoCRIPCgdjcmVhdGVkGAIgASgIIh8KDUdldEpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIi0KDkdldEpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiYgoPTGlzdEpvYnNSZXF1ZXN0EiIKBXN0YXRlGAEgASgOMhMua2Fpcm9zLnYxLkpvYlN0YXRlEgwKBHRhc2sYAiABKAkSDQoFbGltaXQYAyABKA0SDgoGY3Vyc29yGAQgASgJIkUKEExpc3RKb2JzUmVzcG9uc2USHAoEam9icxgBIAMoCzIOLmthaXJvcy52MS5Kb2ISEwoLbmV4dF9jdXJzb3IYAiABKAkiIgoQQ2FuY2VsSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiEwoRQ2FuY2VsSm9iUmVzcG9uc2UiOAoPQWJvcnRSdW5SZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRIVCg1zdG9wX3NjaGVkdWxlGAIgASgIInsKEEFib3J0UnVuUmVzcG9uc2USDgoGcnVuX2lkGAEgASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YAiABKAQSEAoIYWdlbnRfaWQYAyABKAkSFAoMcmVxdWVzdGVkX2J5GAQgASgJEhUKDXN0b3Bfc2NoZWR1bGUYBSABKAgidQoWUHJldmlld1NjaGVkdWxlUmVxdWVzdBIQCghzY2hlZHVsZRgBIAEoCRIQCgh0aW1lem9uZRgCIAEoCRINCgVjb3VudBgDIAEoDRIoCgRmcm9tGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJpChdQcmV2aWV3U2NoZWR1bGVSZXNwb25zZRIQCghzY2hlZHVsZRgBIAEoCRIQCgh0aW1lem9uZRgCIAEoCRIqCgtvY2N1cnJlbmNlcxgDIAMoCzIVLmthaXJvcy52MS5PY2N1cnJlbmNlIjQKE0xpc3RVcGNvbWluZ1JlcXVlc3QSDgoGam9iX2lkGAEgASgJEg0KBWNvdW50GAIgASgNInYKFExpc3RVcGNvbWluZ1Jlc3BvbnNlEg4KBmpvYl9pZBgBIAEoCRIQCghzY2hlZHVsZRgCIAEoCRIQCgh0aW1lem9uZRgDIAEoCRIqCgtvY2N1cnJlbmNlcxgEIAMoCzIVLmthaXJvcy52MS5PY2N1cnJlbmNlIo0BCgpPY2N1cnJlbmNlEiYKAmF0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVsb2NhbBgCIAEoCRIOCgZvZmZzZXQYAyABKAkSHwoDZHN0GAQgASgOMhIua2Fpcm9zLnYxLkRzdE1hcmsSFwoPc2NoZWR1bGVkX2xvY2FsGAUgASgJIiEKD1BhdXNlSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiLwoQUGF1c2VKb2JSZXNwb25zZRIbCgNqb2IYASABKAsyDi5rYWlyb3MudjEuSm9iIiIKEFJlc3VtZUpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIjAKEVJlc3VtZUpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiIwoRVHJpZ2dlckpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIjEKElRyaWdnZXJKb2JSZXNwb25zZRIbCgNqb2IYASABKAsyDi5rYWlyb3MudjEuSm9iIkAKD0xpc3RSdW5zUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSDQoFbGltaXQYAiABKA0SDgoGY3Vyc29yGAMgASgJIkUKEExpc3RSdW5zUmVzcG9uc2USHAoEcnVucxgBIAMoCzIOLmthaXJvcy52MS5SdW4SEwoLbmV4dF9jdXJzb3IYAiABKAkiEwoRTGlzdEFnZW50c1JlcXVlc3QiNgoSTGlzdEFnZW50c1Jlc3BvbnNlEiAKBmFnZW50cxgBIAMoCzIQLmthaXJvcy52MS5BZ2VudCqrAQoISm9iU3RhdGUSGQoVSk9CX1NUQVRFX1VOU1BFQ0lGSUVEEAASEQoNSk9CX1NUQVRFX0RVRRABEhUKEUpPQl9TVEFURV9DTEFJTUVEEAISFwoTSk9CX1NUQVRFX0NPTVBMRVRFRBADEhIKDkpPQl9TVEFURV9ERUFEEAQSFAoQSk9CX1NUQVRFX1BBVVNFRBAFEhcKE0pPQl9TVEFURV9DQU5DRUxMRUQQBipmCg1NaXNmaXJlUG9saWN5Eh4KGk1JU0ZJUkVfUE9MSUNZX1VOU1BFQ0lGSUVEEAASHAoYTUlTRklSRV9QT0xJQ1lfRklSRV9PTkNFEAESFwoTTUlTRklSRV9QT0xJQ1lfU0tJUBACKuMBCgpSdW5PdXRjb21lEhsKF1JVTl9PVVRDT01FX1VOU1BFQ0lGSUVEEAASFwoTUlVOX09VVENPTUVfUlVOTklORxABEhkKFVJVTl9PVVRDT01FX1NVQ0NFRURFRBACEhYKElJVTl9PVVRDT01FX0ZBSUxFRBADEhkKFVJVTl9PVVRDT01FX1RJTUVEX09VVBAEEh0KGVJVTl9PVVRDT01FX0xFQVNFX0VYUElSRUQQBRIZChVSVU5fT1VUQ09NRV9DQU5DRUxMRUQQBhIXChNSVU5fT1VUQ09NRV9TS0lQUEVEEAcqeQoHRHN0TWFyaxIYChREU1RfTUFSS19VTlNQRUNJRklFRBAAEhgKFERTVF9NQVJLX0dBUF9TSElGVEVEEAESGwoXRFNUX01BUktfUkVQRUFURURfRklSU1QQAhIdChlEU1RfTUFSS19SRVBFQVRFRF9FTEFQU0VEEAMy+AYKCkpvYlNlcnZpY2USRgoJQ3JlYXRlSm9iEhsua2Fpcm9zLnYxLkNyZWF0ZUpvYlJlcXVlc3QaHC5rYWlyb3MudjEuQ3JlYXRlSm9iUmVzcG9uc2USPQoGR2V0Sm9iEhgua2Fpcm9zLnYxLkdldEpvYlJlcXVlc3QaGS5rYWlyb3MudjEuR2V0Sm9iUmVzcG9uc2USQwoITGlzdEpvYnMSGi5rYWlyb3MudjEuTGlzdEpvYnNSZXF1ZXN0Ghsua2Fpcm9zLnYxLkxpc3RKb2JzUmVzcG9uc2USRgoJQ2FuY2VsSm9iEhsua2Fpcm9zLnYxLkNhbmNlbEpvYlJlcXVlc3QaHC5rYWlyb3MudjEuQ2FuY2VsSm9iUmVzcG9uc2USQwoIQWJvcnRSdW4SGi5rYWlyb3MudjEuQWJvcnRSdW5SZXF1ZXN0Ghsua2Fpcm9zLnYxLkFib3J0UnVuUmVzcG9uc2USQwoIUGF1c2VKb2ISGi5rYWlyb3MudjEuUGF1c2VKb2JSZXF1ZXN0Ghsua2Fpcm9zLnYxLlBhdXNlSm9iUmVzcG9uc2USRgoJUmVzdW1lSm9iEhsua2Fpcm9zLnYxLlJlc3VtZUpvYlJlcXVlc3QaHC5rYWlyb3MudjEuUmVzdW1lSm9iUmVzcG9uc2USSQoKVHJpZ2dlckpvYhIcLmthaXJvcy52MS5UcmlnZ2VySm9iUmVxdWVzdBodLmthaXJvcy52MS5UcmlnZ2VySm9iUmVzcG9uc2USQwoITGlzdFJ1bnMSGi5rYWlyb3MudjEuTGlzdFJ1bnNSZXF1ZXN0Ghsua2Fpcm9zLnYxLkxpc3RSdW5zUmVzcG9uc2USSQoKTGlzdEFnZW50cxIcLmthaXJvcy52MS5MaXN0QWdlbnRzUmVxdWVzdBodLmthaXJvcy52MS5MaXN0QWdlbnRzUmVzcG9uc2USWAoPUHJldmlld1NjaGVkdWxlEiEua2Fpcm9zLnYxLlByZXZpZXdTY2hlZHVsZVJlcXVlc3QaIi5rYWlyb3MudjEuUHJldmlld1NjaGVkdWxlUmVzcG9uc2USTwoMTGlzdFVwY29taW5nEh4ua2Fpcm9zLnYxLkxpc3RVcGNvbWluZ1JlcXVlc3QaHy5rYWlyb3MudjEuTGlzdFVwY29taW5nUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChRrYWlyb3MvdjEvam9icy5wcm90bxIJa2Fpcm9zLnYxIscFCgNKb2ISCgoCaWQYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEgwKBG5hbWUYAyABKAkSDAoEdGFzaxgEIAEoCRIsCgZydW5fYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYBiABKAlIABIQCgh0aW1lem9uZRgHIAEoCRIoCgdwYXlsb2FkGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIiCgVzdGF0ZRgJIAEoDjITLmthaXJvcy52MS5Kb2JTdGF0ZRIvCgtuZXh0X3J1bl9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgLIAEoDRIUCgxtYXhfYXR0ZW1wdHMYDCABKA0SFwoPdGltZW91dF9zZWNvbmRzGA0gASgNEjAKDm1pc2ZpcmVfcG9saWN5GA4gASgOMhgua2Fpcm9zLnYxLk1pc2ZpcmVQb2xpY3kSFwoPaWRlbXBvdGVuY3lfa2V5GA8gASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YECABKAQSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFYWJvcnQYEyABKAsyGi5rYWlyb3MudjEuQWJvcnRJblByb2dyZXNzEiUKBXJldHJ5GBQgASgLMhYua2Fpcm9zLnYxLlJldHJ5UG9saWN5EhEKCWppdHRlcl9tcxgVIAEoDRIYChBwYXVzZV9vbl9mYWlsdXJlGBYgASgIEhUKDXBhdXNlZF9yZWFzb24YFyABKAkSDwoHdmVyc2lvbhgYIAEoDUIGCgR3aGVuIsEBCgtSZXRyeVBvbGljeRIgChNpbml0aWFsX2ludGVydmFsX21zGAEgASgNSACIAQESHAoPbWF4X2ludGVydmFsX21zGAIgASgNSAGIAQESFwoKbXVsdGlwbGllchgDIAEoAUgCiAEBEhMKBmppdHRlchgEIAEoAUgDiAEBQhYKFF9pbml0aWFsX2ludGVydmFsX21zQhIKEF9tYXhfaW50ZXJ2YWxfbXNCDQoLX211bHRpcGxpZXJCCQoHX2ppdHRlciJwCg9BYm9ydEluUHJvZ3Jlc3MSMAoMcmVxdWVzdGVkX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZXF1ZXN0ZWRfYnkYAiABKAkSFQoNc3RvcF9zY2hlZHVsZRgDIAEoCCLCAgoDUnVuEg4KBnJ1bl9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkSDwoHYXR0ZW1wdBgDIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAQgASgEEjEKDXNjaGVkdWxlZF9mb3IYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnN0YXJ0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgdvdXRjb21lGAggASgOMhUua2Fpcm9zLnYxLlJ1bk91dGNvbWUSEQoJd29ya2VyX2lkGAkgASgJEg0KBWVycm9yGAogASgJEhIKCmFib3J0ZWRfYnkYCyABKAkizgIKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEg0KBXRhc2tzGAIgAygJEhAKCGNhcGFjaXR5GAMgASgNEhEKCWluX2ZsaWdodBgEIAEoDRIwCgxjb25uZWN0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKEWxhc3RfaGVhcnRiZWF0X2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghkcmFpbmluZxgHIAEoCBIPCgd2ZXJzaW9uGAggASgJEhYKDmNvb3JkaW5hdG9yX2lkGAkgASgJEhEKCW5hbWVzcGFjZRgKIAEoCRI1ChFxdWFyYW50aW5lZF91bnRpbBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcHJvYmF0aW9uGAwgASgIIoIDChBDcmVhdGVKb2JSZXF1ZXN0EiwKBnJ1bl9hdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABISCghzY2hlZHVsZRgCIAEoCUgAEhAKCHRpbWV6b25lGAMgASgJEgwKBHRhc2sYBCABKAkSKAoHcGF5bG9hZBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDAoEbmFtZRgGIAEoCRIUCgxtYXhfYXR0ZW1wdHMYByABKA0SFwoPdGltZW91dF9zZWNvbmRzGAggASgNEjAKDm1pc2ZpcmVfcG9saWN5GAkgASgOMhgua2Fpcm9zLnYxLk1pc2ZpcmVQb2xpY3kSFwoPaWRlbXBvdGVuY3lfa2V5GAogASgJEiUKBXJldHJ5GAsgASgLMhYua2Fpcm9zLnYxLlJldHJ5UG9saWN5EhEKCWppdHRlcl9tcxgMIAEoDRIYChBwYXVzZV9vbl9mYWlsdXJlGA0gASgIQgYKBHdoZW4iNAoRQ3JlYXRlSm9iUmVzcG9uc2USDgoGam9iX2lkGAEgASgJEg8KB2NyZWF0ZWQYAiABKAgiHwoNR2V0Sm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiLQoOR2V0Sm9iUmVzcG9uc2USGwoDam9iGAEgASgLMg4ua2Fpcm9zLnYxLkpvYiJiCg9MaXN0Sm9ic1JlcXVlc3QSIgoFc3RhdGUYASABKA4yEy5rYWlyb3MudjEuSm9iU3RhdGUSDAoEdGFzaxgCIAEoCRINCgVsaW1pdBgDIAEoDRIOCgZjdXJzb3IYBCABKAkiRQoQTGlzdEpvYnNSZXNwb25zZRIcCgRqb2JzGAEgAygLMg4ua2Fpcm9zLnYxLkpvYhITCgtuZXh0X2N1cnNvchgCIAEoCSIiChBDYW5jZWxKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSITChFDYW5jZWxKb2JSZXNwb25zZSI4Cg9BYm9ydFJ1blJlcXVlc3QSDgoGam9iX2lkGAEgASgJEhUKDXN0b3Bfc2NoZWR1bGUYAiABKAgiewoQQWJvcnRSdW5SZXNwb25zZRIOCgZydW5faWQYASABKAkSGAoQbGVhc2VfZ2VuZXJhdGlvbhgCIAEoBBIQCghhZ2VudF9pZBgDIAEoCRIUCgxyZXF1ZXN0ZWRfYnkYBCABKAkSFQoNc3RvcF9zY2hlZHVsZRgFIAEoCCJ1ChZQcmV2aWV3U2NoZWR1bGVSZXF1ZXN0EhAKCHNjaGVkdWxlGAEgASgJEhAKCHRpbWV6b25lGAIgASgJEg0KBWNvdW50GAMgASgNEigKBGZyb20YBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImkKF1ByZXZpZXdTY2hlZHVsZVJlc3BvbnNlEhAKCHNjaGVkdWxlGAEgASgJEhAKCHRpbWV6b25lGAIgASgJEioKC29jY3VycmVuY2VzGAMgAygLMhUua2Fpcm9zLnYxLk9jY3VycmVuY2UiNAoTTGlzdFVwY29taW5nUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSDQoFY291bnQYAiABKA0idgoUTGlzdFVwY29taW5nUmVzcG9uc2USDgoGam9iX2lkGAEgASgJEhAKCHNjaGVkdWxlGAIgASgJEhAKCHRpbWV6b25lGAMgASgJEioKC29jY3VycmVuY2VzGAQgAygLMhUua2Fpcm9zLnYxLk9jY3VycmVuY2UijQEKCk9jY3VycmVuY2USJgoCYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWxvY2FsGAIgASgJEg4KBm9mZnNldBgDIAEoCRIfCgNkc3QYBCABKA4yEi5rYWlyb3MudjEuRHN0TWFyaxIXCg9zY2hlZHVsZWRfbG9jYWwYBSABKAkiIQoPUGF1c2VKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIvChBQYXVzZUpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiIgoQUmVzdW1lSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiMAoRUmVzdW1lSm9iUmVzcG9uc2USGwoDam9iGAEgASgLMg4ua2Fpcm9zLnYxLkpvYiIjChFUcmlnZ2VySm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiMQoSVHJpZ2dlckpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiQAoPTGlzdFJ1bnNSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRINCgVsaW1pdBgCIAEoDRIOCgZjdXJzb3IYAyABKAkiRQoQTGlzdFJ1bnNSZXNwb25zZRIcCgRydW5zGAEgAygLMg4ua2Fpcm9zLnYxLlJ1bhITCgtuZXh0X2N1cnNvchgCIAEoCSITChFMaXN0QWdlbnRzUmVxdWVzdCI2ChJMaXN0QWdlbnRzUmVzcG9uc2USIAoGYWdlbnRzGAEgAygLMhAua2Fpcm9zLnYxLkFnZW50KqsBCghKb2JTdGF0ZRIZChVKT0JfU1RBVEVfVU5TUEVDSUZJRUQQABIRCg1KT0JfU1RBVEVfRFVFEAESFQoRSk9CX1NUQVRFX0NMQUlNRUQQAhIXChNKT0JfU1RBVEVfQ09NUExFVEVEEAMSEgoOSk9CX1NUQVRFX0RFQUQQBBIUChBKT0JfU1RBVEVfUEFVU0VEEAUSFwoTSk9CX1NUQVRFX0NBTkNFTExFRBAGKmYKDU1pc2ZpcmVQb2xpY3kSHgoaTUlTRklSRV9QT0xJQ1lfVU5TUEVDSUZJRUQQABIcChhNSVNGSVJFX1BPTElDWV9GSVJFX09OQ0UQARIXChNNSVNGSVJFX1BPTElDWV9TS0lQEAIq4wEKClJ1bk91dGNvbWUSGwoXUlVOX09VVENPTUVfVU5TUEVDSUZJRUQQABIXChNSVU5fT1VUQ09NRV9SVU5OSU5HEAESGQoVUlVOX09VVENPTUVfU1VDQ0VFREVEEAISFgoSUlVOX09VVENPTUVfRkFJTEVEEAMSGQoVUlVOX09VVENPTUVfVElNRURfT1VUEAQSHQoZUlVOX09VVENPTUVfTEVBU0VfRVhQSVJFRBAFEhkKFVJVTl9PVVRDT01FX0NBTkNFTExFRBAGEhcKE1JVTl9PVVRDT01FX1NLSVBQRUQQByp5CgdEc3RNYXJrEhgKFERTVF9NQVJLX1VOU1BFQ0lGSUVEEAASGAoURFNUX01BUktfR0FQX1NISUZURUQQARIbChdEU1RfTUFSS19SRVBFQVRFRF9GSVJTVBACEh0KGURTVF9NQVJLX1JFUEVBVEVEX0VMQVBTRUQQAzL4BgoKSm9iU2VydmljZRJGCglDcmVhdGVKb2ISGy5rYWlyb3MudjEuQ3JlYXRlSm9iUmVxdWVzdBocLmthaXJvcy52MS5DcmVhdGVKb2JSZXNwb25zZRI9CgZHZXRKb2ISGC5rYWlyb3MudjEuR2V0Sm9iUmVxdWVzdBoZLmthaXJvcy52MS5HZXRKb2JSZXNwb25zZRJDCghMaXN0Sm9icxIaLmthaXJvcy52MS5MaXN0Sm9ic1JlcXVlc3QaGy5rYWlyb3MudjEuTGlzdEpvYnNSZXNwb25zZRJGCglDYW5jZWxKb2ISGy5rYWlyb3MudjEuQ2FuY2VsSm9iUmVxdWVzdBocLmthaXJvcy52MS5DYW5jZWxKb2JSZXNwb25zZRJDCghBYm9ydFJ1bhIaLmthaXJvcy52MS5BYm9ydFJ1blJlcXVlc3QaGy5rYWlyb3MudjEuQWJvcnRSdW5SZXNwb25zZRJDCghQYXVzZUpvYhIaLmthaXJvcy52MS5QYXVzZUpvYlJlcXVlc3QaGy5rYWlyb3MudjEuUGF1c2VKb2JSZXNwb25zZRJGCglSZXN1bWVKb2ISGy5rYWlyb3MudjEuUmVzdW1lSm9iUmVxdWVzdBocLmthaXJvcy52MS5SZXN1bWVKb2JSZXNwb25zZRJJCgpUcmlnZ2VySm9iEhwua2Fpcm9zLnYxLlRyaWdnZXJKb2JSZXF1ZXN0Gh0ua2Fpcm9zLnYxLlRyaWdnZXJKb2JSZXNwb25zZRJDCghMaXN0UnVucxIaLmthaXJvcy52MS5MaXN0UnVuc1JlcXVlc3QaGy5rYWlyb3MudjEuTGlzdFJ1bnNSZXNwb25zZRJJCgpMaXN0QWdlbnRzEhwua2Fpcm9zLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh0ua2Fpcm9zLnYxLkxpc3RBZ2VudHNSZXNwb25zZRJYCg9QcmV2aWV3U2NoZWR1bGUSIS5rYWlyb3MudjEuUHJldmlld1NjaGVkdWxlUmVxdWVzdBoiLmthaXJvcy52MS5QcmV2aWV3U2NoZWR1bGVSZXNwb25zZRJPCgxMaXN0VXBjb21pbmcSHi5rYWlyb3MudjEuTGlzdFVwY29taW5nUmVxdWVzdBofLmthaXJvcy52MS5MaXN0VXBjb21pbmdSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A scheduled job as stored by the coordinator.
@@ -200,6 +200,42 @@ export type Job = Message<"kairos.v1.Job"> & {
    * @generated from field: kairos.v1.AbortInProgress abort = 19;
    */
   abort?: AbortInProgress | undefined;
+
+  /**
+   * The retry policy in force, every field set (the job's own values, the
+   * coordinator's defaults for the rest).
+   *
+   * @generated from field: kairos.v1.RetryPolicy retry = 20;
+   */
+  retry?: RetryPolicy | undefined;
+
+  /**
+   * Start jitter of a recurring job's occurrences, in milliseconds; 0: none.
+   *
+   * @generated from field: uint32 jitter_ms = 21;
+   */
+  jitterMs: number;
+
+  /**
+   * Whether an occurrence that exhausts its attempts pauses the job.
+   *
+   * @generated from field: bool pause_on_failure = 22;
+   */
+  pauseOnFailure: boolean;
+
+  /**
+   * Why the job was paused automatically (pause_on_failure); empty otherwise.
+   *
+   * @generated from field: string paused_reason = 23;
+   */
+  pausedReason: string;
+
+  /**
+   * Grows by one on every edit; pass it back to edit safely.
+   *
+   * @generated from field: uint32 version = 24;
+   */
+  version: number;
 };
 
 /**
@@ -208,6 +244,51 @@ export type Job = Message<"kairos.v1.Job"> & {
  */
 export const JobSchema: GenMessage<Job> = /*@__PURE__*/
   messageDesc(file_kairos_v1_jobs, 0);
+
+/**
+ * How failed attempts are retried: the delay after attempt n is
+ * min(initial_interval_ms * multiplier^(n-1), max_interval_ms), shortened by
+ * up to `jitter` of itself (0 to 1) by a fraction fixed per job, occurrence
+ * and attempt. An expired lease is retried at once.
+ *
+ * @generated from message kairos.v1.RetryPolicy
+ */
+export type RetryPolicy = Message<"kairos.v1.RetryPolicy"> & {
+  /**
+   * Delay after the first failed attempt (0 to 604800000).
+   *
+   * @generated from field: optional uint32 initial_interval_ms = 1;
+   */
+  initialIntervalMs?: number | undefined;
+
+  /**
+   * Longest delay (0 to 604800000, at least initial_interval_ms).
+   *
+   * @generated from field: optional uint32 max_interval_ms = 2;
+   */
+  maxIntervalMs?: number | undefined;
+
+  /**
+   * Growth per attempt (1 to 10; 1 keeps the delay constant).
+   *
+   * @generated from field: optional double multiplier = 3;
+   */
+  multiplier?: number | undefined;
+
+  /**
+   * Fraction of the delay that may be taken off at random (0 to 1).
+   *
+   * @generated from field: optional double jitter = 4;
+   */
+  jitter?: number | undefined;
+};
+
+/**
+ * Describes the message kairos.v1.RetryPolicy.
+ * Use `create(RetryPolicySchema)` to create a new message.
+ */
+export const RetryPolicySchema: GenMessage<RetryPolicy> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 1);
 
 /**
  * An abort of a job's running run that has not settled yet.
@@ -243,7 +324,7 @@ export type AbortInProgress = Message<"kairos.v1.AbortInProgress"> & {
  * Use `create(AbortInProgressSchema)` to create a new message.
  */
 export const AbortInProgressSchema: GenMessage<AbortInProgress> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 1);
+  messageDesc(file_kairos_v1_jobs, 2);
 
 /**
  * One execution of a job (an attempt), or a skipped occurrence.
@@ -339,7 +420,7 @@ export type Run = Message<"kairos.v1.Run"> & {
  * Use `create(RunSchema)` to create a new message.
  */
 export const RunSchema: GenMessage<Run> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 2);
+  messageDesc(file_kairos_v1_jobs, 3);
 
 /**
  * A connected agent process, as seen by the coordinators.
@@ -439,7 +520,7 @@ export type Agent = Message<"kairos.v1.Agent"> & {
  * Use `create(AgentSchema)` to create a new message.
  */
 export const AgentSchema: GenMessage<Agent> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 3);
+  messageDesc(file_kairos_v1_jobs, 4);
 
 /**
  * @generated from message kairos.v1.CreateJobRequest
@@ -535,6 +616,34 @@ export type CreateJobRequest = Message<"kairos.v1.CreateJobRequest"> & {
    * @generated from field: string idempotency_key = 10;
    */
   idempotencyKey: string;
+
+  /**
+   * Retry policy for failed attempts; unset fields take the coordinator's
+   * defaults (KAIROS_RETRY_BASE_MS, KAIROS_RETRY_CAP_MS, multiplier 2, no
+   * jitter).
+   *
+   * @generated from field: kairos.v1.RetryPolicy retry = 11;
+   */
+  retry?: RetryPolicy | undefined;
+
+  /**
+   * Recurring jobs only: each occurrence starts up to this many milliseconds
+   * late (at most 3600000), by an amount fixed per job and occurrence, so
+   * thousands of jobs on one schedule do not start in the same millisecond.
+   * Runs keep the true occurrence as scheduled_for. 0: on time.
+   *
+   * @generated from field: uint32 jitter_ms = 12;
+   */
+  jitterMs: number;
+
+  /**
+   * Recurring jobs only: when an occurrence exhausts its attempts, the job
+   * becomes PAUSED (paused_reason says why) instead of going on to its next
+   * occurrence.
+   *
+   * @generated from field: bool pause_on_failure = 13;
+   */
+  pauseOnFailure: boolean;
 };
 
 /**
@@ -542,7 +651,7 @@ export type CreateJobRequest = Message<"kairos.v1.CreateJobRequest"> & {
  * Use `create(CreateJobRequestSchema)` to create a new message.
  */
 export const CreateJobRequestSchema: GenMessage<CreateJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 4);
+  messageDesc(file_kairos_v1_jobs, 5);
 
 /**
  * @generated from message kairos.v1.CreateJobResponse
@@ -570,7 +679,7 @@ export type CreateJobResponse = Message<"kairos.v1.CreateJobResponse"> & {
  * Use `create(CreateJobResponseSchema)` to create a new message.
  */
 export const CreateJobResponseSchema: GenMessage<CreateJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 5);
+  messageDesc(file_kairos_v1_jobs, 6);
 
 /**
  * @generated from message kairos.v1.GetJobRequest
@@ -589,7 +698,7 @@ export type GetJobRequest = Message<"kairos.v1.GetJobRequest"> & {
  * Use `create(GetJobRequestSchema)` to create a new message.
  */
 export const GetJobRequestSchema: GenMessage<GetJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 6);
+  messageDesc(file_kairos_v1_jobs, 7);
 
 /**
  * @generated from message kairos.v1.GetJobResponse
@@ -608,7 +717,7 @@ export type GetJobResponse = Message<"kairos.v1.GetJobResponse"> & {
  * Use `create(GetJobResponseSchema)` to create a new message.
  */
 export const GetJobResponseSchema: GenMessage<GetJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 7);
+  messageDesc(file_kairos_v1_jobs, 8);
 
 /**
  * @generated from message kairos.v1.ListJobsRequest
@@ -650,7 +759,7 @@ export type ListJobsRequest = Message<"kairos.v1.ListJobsRequest"> & {
  * Use `create(ListJobsRequestSchema)` to create a new message.
  */
 export const ListJobsRequestSchema: GenMessage<ListJobsRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 8);
+  messageDesc(file_kairos_v1_jobs, 9);
 
 /**
  * @generated from message kairos.v1.ListJobsResponse
@@ -676,7 +785,7 @@ export type ListJobsResponse = Message<"kairos.v1.ListJobsResponse"> & {
  * Use `create(ListJobsResponseSchema)` to create a new message.
  */
 export const ListJobsResponseSchema: GenMessage<ListJobsResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 9);
+  messageDesc(file_kairos_v1_jobs, 10);
 
 /**
  * @generated from message kairos.v1.CancelJobRequest
@@ -695,7 +804,7 @@ export type CancelJobRequest = Message<"kairos.v1.CancelJobRequest"> & {
  * Use `create(CancelJobRequestSchema)` to create a new message.
  */
 export const CancelJobRequestSchema: GenMessage<CancelJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 10);
+  messageDesc(file_kairos_v1_jobs, 11);
 
 /**
  * Intentionally empty: success means the job is CANCELLED.
@@ -710,7 +819,7 @@ export type CancelJobResponse = Message<"kairos.v1.CancelJobResponse"> & {
  * Use `create(CancelJobResponseSchema)` to create a new message.
  */
 export const CancelJobResponseSchema: GenMessage<CancelJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 11);
+  messageDesc(file_kairos_v1_jobs, 12);
 
 /**
  * @generated from message kairos.v1.AbortRunRequest
@@ -738,7 +847,7 @@ export type AbortRunRequest = Message<"kairos.v1.AbortRunRequest"> & {
  * Use `create(AbortRunRequestSchema)` to create a new message.
  */
 export const AbortRunRequestSchema: GenMessage<AbortRunRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 12);
+  messageDesc(file_kairos_v1_jobs, 13);
 
 /**
  * @generated from message kairos.v1.AbortRunResponse
@@ -785,7 +894,7 @@ export type AbortRunResponse = Message<"kairos.v1.AbortRunResponse"> & {
  * Use `create(AbortRunResponseSchema)` to create a new message.
  */
 export const AbortRunResponseSchema: GenMessage<AbortRunResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 13);
+  messageDesc(file_kairos_v1_jobs, 14);
 
 /**
  * @generated from message kairos.v1.PreviewScheduleRequest
@@ -825,7 +934,7 @@ export type PreviewScheduleRequest = Message<"kairos.v1.PreviewScheduleRequest">
  * Use `create(PreviewScheduleRequestSchema)` to create a new message.
  */
 export const PreviewScheduleRequestSchema: GenMessage<PreviewScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 14);
+  messageDesc(file_kairos_v1_jobs, 15);
 
 /**
  * @generated from message kairos.v1.PreviewScheduleResponse
@@ -858,7 +967,7 @@ export type PreviewScheduleResponse = Message<"kairos.v1.PreviewScheduleResponse
  * Use `create(PreviewScheduleResponseSchema)` to create a new message.
  */
 export const PreviewScheduleResponseSchema: GenMessage<PreviewScheduleResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 15);
+  messageDesc(file_kairos_v1_jobs, 16);
 
 /**
  * @generated from message kairos.v1.ListUpcomingRequest
@@ -884,7 +993,7 @@ export type ListUpcomingRequest = Message<"kairos.v1.ListUpcomingRequest"> & {
  * Use `create(ListUpcomingRequestSchema)` to create a new message.
  */
 export const ListUpcomingRequestSchema: GenMessage<ListUpcomingRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 16);
+  messageDesc(file_kairos_v1_jobs, 17);
 
 /**
  * @generated from message kairos.v1.ListUpcomingResponse
@@ -924,7 +1033,7 @@ export type ListUpcomingResponse = Message<"kairos.v1.ListUpcomingResponse"> & {
  * Use `create(ListUpcomingResponseSchema)` to create a new message.
  */
 export const ListUpcomingResponseSchema: GenMessage<ListUpcomingResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 17);
+  messageDesc(file_kairos_v1_jobs, 18);
 
 /**
  * One occurrence of a schedule.
@@ -974,7 +1083,7 @@ export type Occurrence = Message<"kairos.v1.Occurrence"> & {
  * Use `create(OccurrenceSchema)` to create a new message.
  */
 export const OccurrenceSchema: GenMessage<Occurrence> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 18);
+  messageDesc(file_kairos_v1_jobs, 19);
 
 /**
  * @generated from message kairos.v1.PauseJobRequest
@@ -993,7 +1102,7 @@ export type PauseJobRequest = Message<"kairos.v1.PauseJobRequest"> & {
  * Use `create(PauseJobRequestSchema)` to create a new message.
  */
 export const PauseJobRequestSchema: GenMessage<PauseJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 19);
+  messageDesc(file_kairos_v1_jobs, 20);
 
 /**
  * @generated from message kairos.v1.PauseJobResponse
@@ -1012,7 +1121,7 @@ export type PauseJobResponse = Message<"kairos.v1.PauseJobResponse"> & {
  * Use `create(PauseJobResponseSchema)` to create a new message.
  */
 export const PauseJobResponseSchema: GenMessage<PauseJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 20);
+  messageDesc(file_kairos_v1_jobs, 21);
 
 /**
  * @generated from message kairos.v1.ResumeJobRequest
@@ -1031,7 +1140,7 @@ export type ResumeJobRequest = Message<"kairos.v1.ResumeJobRequest"> & {
  * Use `create(ResumeJobRequestSchema)` to create a new message.
  */
 export const ResumeJobRequestSchema: GenMessage<ResumeJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 21);
+  messageDesc(file_kairos_v1_jobs, 22);
 
 /**
  * @generated from message kairos.v1.ResumeJobResponse
@@ -1050,7 +1159,7 @@ export type ResumeJobResponse = Message<"kairos.v1.ResumeJobResponse"> & {
  * Use `create(ResumeJobResponseSchema)` to create a new message.
  */
 export const ResumeJobResponseSchema: GenMessage<ResumeJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 22);
+  messageDesc(file_kairos_v1_jobs, 23);
 
 /**
  * @generated from message kairos.v1.TriggerJobRequest
@@ -1069,7 +1178,7 @@ export type TriggerJobRequest = Message<"kairos.v1.TriggerJobRequest"> & {
  * Use `create(TriggerJobRequestSchema)` to create a new message.
  */
 export const TriggerJobRequestSchema: GenMessage<TriggerJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 23);
+  messageDesc(file_kairos_v1_jobs, 24);
 
 /**
  * @generated from message kairos.v1.TriggerJobResponse
@@ -1088,7 +1197,7 @@ export type TriggerJobResponse = Message<"kairos.v1.TriggerJobResponse"> & {
  * Use `create(TriggerJobResponseSchema)` to create a new message.
  */
 export const TriggerJobResponseSchema: GenMessage<TriggerJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 24);
+  messageDesc(file_kairos_v1_jobs, 25);
 
 /**
  * @generated from message kairos.v1.ListRunsRequest
@@ -1123,7 +1232,7 @@ export type ListRunsRequest = Message<"kairos.v1.ListRunsRequest"> & {
  * Use `create(ListRunsRequestSchema)` to create a new message.
  */
 export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 25);
+  messageDesc(file_kairos_v1_jobs, 26);
 
 /**
  * @generated from message kairos.v1.ListRunsResponse
@@ -1149,7 +1258,7 @@ export type ListRunsResponse = Message<"kairos.v1.ListRunsResponse"> & {
  * Use `create(ListRunsResponseSchema)` to create a new message.
  */
 export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 26);
+  messageDesc(file_kairos_v1_jobs, 27);
 
 /**
  * @generated from message kairos.v1.ListAgentsRequest
@@ -1162,7 +1271,7 @@ export type ListAgentsRequest = Message<"kairos.v1.ListAgentsRequest"> & {
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 27);
+  messageDesc(file_kairos_v1_jobs, 28);
 
 /**
  * @generated from message kairos.v1.ListAgentsResponse
@@ -1181,7 +1290,7 @@ export type ListAgentsResponse = Message<"kairos.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 28);
+  messageDesc(file_kairos_v1_jobs, 29);
 
 /**
  * Lifecycle state of a job.

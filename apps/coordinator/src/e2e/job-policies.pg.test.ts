@@ -1,0 +1,119 @@
+/**
+ * Per-job retry policy, start jitter and pause on failure through the APIs,
+ * and pause on failure with a real agent whose runs fail.
+ */
+import { createKairosClient, type KairosClient } from '@kairos/client';
+import {
+  createTestDatabase,
+  restClient,
+  startAgentProcess,
+  startCoordinatorProcess,
+  stopAll,
+  waitFor,
+  type TestDatabase,
+} from '@kairos/testing';
+
+const FALSE = '/bin/false';
+
+describe('job retry policy, start jitter and pause on failure, end to end', () => {
+  let db: TestDatabase;
+  let api: ReturnType<typeof restClient>;
+  let client: KairosClient;
+  let grpcAddress: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const coordinator = await startCoordinatorProcess({ databaseUrl: db.url });
+    api = restClient(coordinator.httpUrl);
+    grpcAddress = coordinator.grpcAddress;
+    client = createKairosClient({ address: coordinator.grpcAddress });
+  });
+  afterAll(async () => {
+    client?.close();
+    await stopAll();
+    await db?.drop();
+  });
+
+  it('shows the policy in force: the job’s own fields, the coordinator’s defaults for the rest', async () => {
+    const created = await api.createJob({
+      task: 'sleep',
+      schedule: '0 * * * *',
+      payload: { seconds: 0 },
+      retry: { initialIntervalMs: 250, multiplier: 1.5 },
+      jitterMs: 30_000,
+      pauseOnFailure: true,
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.job).toMatchObject({
+      // KAIROS_RETRY_BASE_MS is 100 in tests; the cap is the default hour.
+      retry: { initialIntervalMs: 250, maxIntervalMs: 3_600_000, multiplier: 1.5, jitter: 0 },
+      jitterMs: 30_000,
+      pauseOnFailure: true,
+      pausedReason: null,
+      version: 1,
+    });
+    const plain = await api.createJob({ task: 'sleep', runAt: new Date(Date.now() + 3_600_000).toISOString(), payload: {} });
+    expect(plain.body.job).toMatchObject({ retry: { initialIntervalMs: 100, maxIntervalMs: 3_600_000, multiplier: 2, jitter: 0 }, jitterMs: 0, pauseOnFailure: false });
+
+    const viaGrpc = await client.createJob({ task: 'sleep', schedule: '0 * * * *', retry: { maxIntervalMs: 5000, jitter: 0.3 }, jitterMs: 1000 });
+    expect(await client.getJob(viaGrpc.jobId)).toMatchObject({
+      retry: { initialIntervalMs: 100, maxIntervalMs: 5000, multiplier: 2, jitter: 0.3 },
+      jitterMs: 1000,
+      pauseOnFailure: false,
+      version: 1,
+    });
+  });
+
+  it.each([
+    [{ retry: { multiplier: 0.5 } }, 'retry.multiplier'],
+    [{ retry: { jitter: 2 } }, 'retry.jitter'],
+    [{ retry: { initialIntervalMs: 5000, maxIntervalMs: 10 } }, 'retry.maxIntervalMs'],
+    [{ retry: { initialIntervalMs: -1 } }, 'retry.initialIntervalMs'],
+    [{ retry: { backoff: 'fast' } }, 'retry.backoff'],
+    [{ retry: 'fast' }, 'retry'],
+    [{ jitterMs: 3_600_001 }, 'jitterMs'],
+    [{ pauseOnFailure: 'yes' }, 'pauseOnFailure'],
+  ])('refuses %j naming %s, and creates nothing', async (fields, field) => {
+    const before = (await api.listJobs('?limit=1000')).body.jobs.length;
+    const answer = await api.createJob({ task: 'sleep', schedule: '0 * * * *', payload: {}, ...fields });
+    expect(answer.status).toBe(400);
+    expect(answer.body.error.field).toBe(field);
+    expect((await api.listJobs('?limit=1000')).body.jobs.length).toBe(before);
+  });
+
+  it('refuses start jitter and pause on failure on a one-off job, naming the field', async () => {
+    const runAt = new Date(Date.now() + 60_000).toISOString();
+    expect((await api.createJob({ task: 'sleep', runAt, jitterMs: 10 })).body.error.field).toBe('jitterMs');
+    expect((await api.createJob({ task: 'sleep', runAt, pauseOnFailure: true })).body.error.field).toBe('pauseOnFailure');
+  });
+
+  it('pauses a recurring job once an occurrence has failed every attempt, and says why', async () => {
+    await startAgentProcess({ coordinator: grpcAddress, agentId: 'failing', tasks: 'exec', env: { KAIROS_EXEC_ALLOW: FALSE } });
+    const created = await api.createJob({
+      task: 'exec',
+      schedule: '* * * * * *',
+      payload: { argv: [FALSE] },
+      maxAttempts: 2,
+      retry: { initialIntervalMs: 50 },
+      pauseOnFailure: true,
+    });
+    const jobId = created.body.jobId;
+    const paused = await waitFor(
+      async () => {
+        const job = (await api.getJob(jobId)).body;
+        return job.state === 'PAUSED' ? job : undefined;
+      },
+      { timeoutMs: 20_000, description: 'the job paused' },
+    );
+    expect(paused.pausedReason).toMatch(/^paused on failure: occurrence .* ended FAILED after 2 of 2 attempts$/);
+    const runs = (await api.runs(jobId)).body;
+    expect(runs.map((r: { outcome: string; attempt: number }) => [r.attempt, r.outcome])).toEqual([
+      [1, 'FAILED'],
+      [2, 'FAILED'],
+    ]);
+    // The retry waited the job's own 50 ms, not the coordinator's default.
+    expect(new Date(runs[1].startedAt).getTime() - new Date(runs[0].finishedAt).getTime()).toBeGreaterThanOrEqual(50);
+    expect((await api.control(jobId, 'resume')).body).toMatchObject({ state: 'DUE', pausedReason: null });
+    expect((await api.control(jobId, 'pause')).status).toBe(200);
+  }, 40_000);
+});
