@@ -40,6 +40,7 @@ CREATE TABLE jobs (
   pause_on_failure boolean DEFAULT false NOT NULL,
   paused_reason text,
   version integer DEFAULT 1 NOT NULL,
+  rescheduled_at timestamp with time zone,
   CONSTRAINT jobs_abort_only_while_claimed CHECK (((abort_requested_at IS NULL) OR (state = 'CLAIMED'::kairos_job_state))),
   CONSTRAINT jobs_attempts_positive CHECK (((max_attempts >= 1) AND (attempt >= 0))),
   CONSTRAINT jobs_claimed_has_lease CHECK (((state <> 'CLAIMED'::kairos_job_state) OR ((lease_until IS NOT NULL) AND (lease_owner IS NOT NULL) AND (lease_generation > 0)))),

@@ -39,6 +39,7 @@ const EXIT_CODE_FOR: Record<KairosErrorCode, ExitCode> = {
   'not-found': ExitCode.NotFound,
   'failed-precondition': ExitCode.Conflict,
   'already-exists': ExitCode.Conflict,
+  aborted: ExitCode.Conflict,
   unauthenticated: ExitCode.Failure,
   'permission-denied': ExitCode.Failure,
   unavailable: ExitCode.Failure,

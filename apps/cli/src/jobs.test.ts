@@ -257,6 +257,27 @@ describe('kairos jobs / runs / agents against a JobService on loopback', () => {
     expect(JSON.parse((await kairos(['jobs', 'pause', 'f', '--json'])).stdout)).toMatchObject({ id: 'f', state: 'PAUSED' });
   });
 
+  it('jobs edit sends only the flags given, with --if-version, and says when the change applies', async () => {
+    const { server, kairos } = await setup();
+    const result = await kairos(['jobs', 'edit', 'j-9', '--schedule', '*/5 * * * *', '--name', '', '--timeout-seconds', '0', '--retry-max-ms', '5000', '--pause-on-failure', 'yes', '--if-version', '4']);
+    expect(result.stdout).toBe('updated job j-9 to version 5 (the job is running: the change applies from its next claim): DUE, next run 2030-01-02T02:00:00Z\n');
+    const request = server.lastRequest('updateJob');
+    expect(request).toMatchObject({ jobId: 'j-9', expectedVersion: 4, schedule: '*/5 * * * *', name: '', timeoutSeconds: 0, retry: { maxIntervalMs: 5000 }, pauseOnFailure: true });
+    expect(request.timezone).toBeUndefined();
+    expect(request.payload).toBeUndefined();
+    const nothing = await kairos(['jobs', 'edit', 'j-9']);
+    expect(nothing.code).toBe(2);
+    expect(nothing.stderr).toMatch(/nothing to change/);
+    server.handle({
+      updateJob: () => {
+        throw grpcError(status.ABORTED, 'job j-9 is at version 6, not 4');
+      },
+    });
+    const stale = await kairos(['jobs', 'edit', 'j-9', '--name', 'x', '--if-version', '4']);
+    expect(stale.code).toBe(4);
+    expect(stale.stderr).toMatch(/version 6/);
+  });
+
   it('jobs abort sends --stop-schedule and says which run on which agent is being stopped', async () => {
     const { server, kairos } = await setup();
     expect((await kairos(['jobs', 'abort', 'j-1'])).stdout).toBe(

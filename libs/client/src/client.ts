@@ -30,6 +30,8 @@ import {
   type ResumeJobResponse,
   type RevokeTokenResponse,
   type TriggerJobResponse,
+  type UpdateJobResponse,
+  EditApplies,
 } from '@kairos/proto';
 import { agentFromWire, type Agent } from './agents';
 import { channelCredentials, type TlsOptions } from './credentials';
@@ -46,7 +48,10 @@ import {
   type Job,
   type JobPage,
   type ListJobsOptions,
+  type UpdateJobInput,
+  type UpdateJobResult,
   uint32,
+  updateJobRequest,
 } from './jobs';
 import { runFromWire, type ListRunsOptions, type RunPage } from './runs';
 import { occurrenceFromWire, previewRequest, type PreviewScheduleInput, type SchedulePreview } from './schedules';
@@ -70,6 +75,12 @@ export interface KairosClient {
   getJob(jobId: string): Promise<Job>;
   /** One page of jobs, oldest first. */
   listJobs(options?: ListJobsOptions): Promise<JobPage>;
+  /**
+   * Changes a job in place (history stays on its id). With `expectedVersion`
+   * (Job.version) the change applies only if nobody changed the job since:
+   * `aborted` otherwise. A running job's change applies from its next claim.
+   */
+  updateJob(jobId: string, changes: UpdateJobInput, options?: { expectedVersion?: number }): Promise<UpdateJobResult>;
   /** Cancels a DUE or PAUSED job (again: no-op); `failed-precondition` when CLAIMED (use abortRun) or finished. */
   cancelJob(jobId: string): Promise<void>;
   /**
@@ -157,6 +168,11 @@ export function createKairosClient(options: KairosClientOptions): KairosClient {
     async cancelJob(jobId) {
       const request = { jobId: requireJobId(jobId) };
       await unary<CancelJobResponse>('CancelJob', (md, opts, cb) => grpcClient.cancelJob(request, md, opts, cb));
+    },
+    async updateJob(jobId, changes, updateOptions = {}) {
+      const request = updateJobRequest(requireJobId(jobId), changes, updateOptions.expectedVersion);
+      const response = await unary<UpdateJobResponse>('UpdateJob', (md, opts, cb) => grpcClient.updateJob(request, md, opts, cb));
+      return { job: requiredJob(response.job, 'UpdateJob'), appliesFrom: response.applies === EditApplies.NEXT_CLAIM ? 'next-claim' : 'now' };
     },
     async abortRun(jobId, abortOptions = {}) {
       if (abortOptions.stopSchedule !== undefined && typeof abortOptions.stopSchedule !== 'boolean') {

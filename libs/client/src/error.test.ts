@@ -28,7 +28,7 @@ describe('KairosError.from', () => {
   it.each([
     [status.DEADLINE_EXCEEDED, 'deadline-exceeded'],
     [status.OUT_OF_RANGE, 'invalid-argument'],
-    [status.ABORTED, 'failed-precondition'],
+    [status.ABORTED, 'aborted'],
     [status.UNIMPLEMENTED, 'internal'],
     [status.DATA_LOSS, 'internal'],
     [status.CANCELLED, 'unknown'],

@@ -22,6 +22,8 @@ export const KairosErrorCode = {
   FailedPrecondition: 'failed-precondition',
   /** An idempotency key was reused with a different request (REST 409). */
   AlreadyExists: 'already-exists',
+  /** An edit named a version the job no longer has (REST 412): read the job again and re-apply the change. */
+  Aborted: 'aborted',
   /** No bearer token, or one the coordinator does not accept. */
   Unauthenticated: 'unauthenticated',
   /** The token is valid but its role may not make this call. */
@@ -89,8 +91,9 @@ function codeForStatus(code: GrpcStatus): KairosErrorCode {
     case GrpcStatus.NOT_FOUND:
       return KairosErrorCode.NotFound;
     case GrpcStatus.FAILED_PRECONDITION:
-    case GrpcStatus.ABORTED:
       return KairosErrorCode.FailedPrecondition;
+    case GrpcStatus.ABORTED:
+      return KairosErrorCode.Aborted;
     case GrpcStatus.ALREADY_EXISTS:
       return KairosErrorCode.AlreadyExists;
     case GrpcStatus.UNAUTHENTICATED:

@@ -26,6 +26,8 @@ export {
   type MisfirePolicy,
   type RetryPolicy,
   type RetryPolicyInput,
+  type UpdateJobInput,
+  type UpdateJobResult,
 } from './jobs';
 export type { ListRunsOptions, Run, RunOutcome, RunPage } from './runs';
 export type { DstMark, Occurrence, PreviewScheduleInput, SchedulePreview } from './schedules';

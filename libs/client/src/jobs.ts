@@ -145,6 +145,56 @@ export interface Job {
   updatedAt: Date | null;
 }
 
+/** Changes for updateJob; absent fields stay as they are. */
+export interface UpdateJobInput {
+  /** Make (or keep) the job recurring on this schedule. */
+  schedule?: string;
+  /** The schedule's zone; alone, the current schedule is re-read in it. */
+  timezone?: string;
+  /** Make (or keep) the job one-off at this instant. */
+  runAt?: Date | string;
+  payload?: JsonObject;
+  /** null clears it. */
+  name?: string | null;
+  maxAttempts?: number;
+  /** null (or 0) removes the timeout. */
+  timeoutSeconds?: number | null;
+  misfirePolicy?: MisfirePolicy;
+  /** Replaces the retry policy; unset fields take the coordinator's defaults. */
+  retry?: RetryPolicyInput;
+  jitterMs?: number;
+  pauseOnFailure?: boolean;
+}
+
+export interface UpdateJobResult {
+  job: Job;
+  /** `now`, or `next-claim` when the job was running: the change applies from its next claim. */
+  appliesFrom: 'now' | 'next-claim';
+}
+
+/** The UpdateJob request for an input; throws `invalid-argument` naming a bad field. */
+export function updateJobRequest(jobId: string, input: UpdateJobInput, expectedVersion: number | undefined) {
+  if (typeof input !== 'object' || input === null) throw invalid('changes', 'changes must be an object');
+  if (input.misfirePolicy !== undefined && !Object.hasOwn(MISFIRE_TO_WIRE, input.misfirePolicy)) {
+    throw invalid('misfirePolicy', `misfirePolicy must be one of ${MISFIRE_POLICIES.join(', ')}`);
+  }
+  return {
+    jobId,
+    expectedVersion: uint32(expectedVersion, 'expectedVersion'),
+    ...(input.schedule === undefined ? {} : { schedule: input.schedule }),
+    ...(input.timezone === undefined ? {} : { timezone: input.timezone }),
+    ...(input.runAt === undefined ? {} : { runAt: timestampFromDate(instant(input.runAt)) }),
+    ...(input.payload === undefined ? {} : { payload: jsonObject(input.payload) }),
+    ...(input.name === undefined ? {} : { name: input.name ?? '' }),
+    ...(input.maxAttempts === undefined ? {} : { maxAttempts: uint32(input.maxAttempts, 'maxAttempts') }),
+    ...(input.timeoutSeconds === undefined ? {} : { timeoutSeconds: uint32(input.timeoutSeconds ?? 0, 'timeoutSeconds') }),
+    misfirePolicy: input.misfirePolicy === undefined ? WireMisfirePolicy.UNSPECIFIED : MISFIRE_TO_WIRE[input.misfirePolicy],
+    ...(input.retry === undefined ? {} : { retry: retryRequest(input.retry) }),
+    ...(input.jitterMs === undefined ? {} : { jitterMs: uint32(input.jitterMs, 'jitterMs') }),
+    ...(input.pauseOnFailure === undefined ? {} : { pauseOnFailure: input.pauseOnFailure === true }),
+  };
+}
+
 /** What abortRun answers: the run being stopped (it ends CANCELLED once the agent confirms; follow it in listRuns). */
 export interface AbortedRun {
   runId: string;

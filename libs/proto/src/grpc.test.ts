@@ -132,6 +132,7 @@ describe('JobService over loopback', () => {
       },
       listJobs: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED }),
       abortRun: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED }),
+      updateJob: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED }),
       previewSchedule: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED }),
       listUpcoming: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED }),
       pauseJob: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED }),

@@ -14,6 +14,8 @@ export type {
   ReleaseResult,
   CancelResult,
   AbortRequestInput,
+  EditResult,
+  JobEdit,
   AbortResult,
   ControlResult,
   ReapResult,

@@ -60,6 +60,8 @@ export const jobs = pgTable('jobs', {
   pauseOnFailure: boolean('pause_on_failure').notNull().default(false),
   pausedReason: text('paused_reason'),
   version: integer('version').notNull().default(1),
+  // When a CLAIMED job's schedule was edited (migration 0007); written by lease/edit.ts, read by the settlement.
+  rescheduledAt: tstz('rescheduled_at'),
 });
 
 export const runs = pgTable('runs', {

@@ -54,6 +54,8 @@ export interface SettlingJob {
   startJitterMs: number;
   /** A recurring job whose occurrence exhausts its attempts is PAUSED instead of moving on. */
   pauseOnFailure: boolean;
+  /** When the schedule was edited while this run was in progress: the next occurrence is planned from here. */
+  rescheduledAt: Date | null;
 }
 
 /** A job's retry policy as stored: null fields take the coordinator's defaults. */
@@ -167,7 +169,12 @@ function finished(state: 'COMPLETED' | 'DEAD', job: SettlingJob, run: RunRecordi
 
 /** A recurring job moves on to the occurrence after the one just served; missed ones follow the misfire policy. */
 function nextOccurrence(job: SettlingJob, now: Date, run: RunRecording): Settlement {
-  const plan = planAfterOccurrence({ expression: job.schedule!, timezone: job.timezone }, job.occurrenceAt, now, job.misfirePolicy);
+  // After an edit of the schedule, occurrences of the new schedule before the edit were never due.
+  const after =
+    job.rescheduledAt !== null && job.rescheduledAt.getTime() - 1 > job.occurrenceAt.getTime()
+      ? new Date(job.rescheduledAt.getTime() - 1)
+      : job.occurrenceAt;
+  const plan = planAfterOccurrence({ expression: job.schedule!, timezone: job.timezone }, after, now, job.misfirePolicy);
   return {
     state: 'DUE',
     ...run,

@@ -1,8 +1,15 @@
 /**
- * `kairos jobs create|get|list|cancel|abort|pause|resume|trigger`: JobService calls
+ * `kairos jobs create|get|list|edit|cancel|abort|pause|resume|trigger`: JobService calls
  * through @kairos/client, printed as tables or (--json) as one JSON document.
  */
-import { MISFIRE_POLICIES, type CreateJobInput, type Job, type MisfirePolicy } from '@kairos/client';
+import {
+  MISFIRE_POLICIES,
+  type CreateJobInput,
+  type Job,
+  type MisfirePolicy,
+  type RetryPolicyInput,
+  type UpdateJobInput,
+} from '@kairos/client';
 import { Option, type Command } from 'commander';
 import { globalOptions, withClient } from '../context';
 import { UsageError } from '../errors';
@@ -28,6 +35,11 @@ interface CreateFlags {
   retryJitter?: number;
   jitterMs?: number;
   pauseOnFailure?: boolean;
+}
+
+interface EditFlags extends Omit<CreateFlags, 'task' | 'idempotencyKey' | 'pauseOnFailure'> {
+  pauseOnFailure?: 'yes' | 'no';
+  ifVersion?: number;
 }
 
 interface ListFlags {
@@ -113,6 +125,39 @@ export function registerJobCommands(program: Command, io: CliIo): Command {
     });
 
   jobs
+    .command('edit')
+    .description('change a job in place (history stays on its id); a running job changes from its next claim')
+    .argument('<id>', 'job id')
+    .option('--schedule <cron>', 'make (or keep) it recurring on this schedule')
+    .option('--timezone <iana>', 'zone of the schedule (alone: the current schedule, read in this zone)')
+    .option('--run-at <rfc3339>', 'make (or keep) it one-off at this time', rfc3339)
+    .option('--payload <json>', 'new task input, a JSON object')
+    .option('--payload-file <path>', 'read the new payload from a file')
+    .option('--name <label>', 'new label ("" clears it)')
+    .option('--max-attempts <n>', 'attempts per occurrence', wholeNumber(1))
+    .option('--timeout-seconds <n>', 'abort an attempt after this long (0 removes the timeout)', wholeNumber(0))
+    .addOption(new Option('--misfire-policy <policy>', 'missed occurrences: run once late, or skip').choices(MISFIRE_POLICIES))
+    .option('--retry-initial-ms <ms>', 'retry policy (the flags given replace the whole policy)', wholeNumber(0))
+    .option('--retry-max-ms <ms>', 'longest retry delay', wholeNumber(0))
+    .option('--retry-multiplier <x>', 'retry delay growth per attempt', decimal)
+    .option('--retry-jitter <fraction>', 'fraction taken off each retry delay', decimal)
+    .option('--jitter-ms <ms>', 'recurring: start jitter', wholeNumber(0))
+    .addOption(new Option('--pause-on-failure <yes|no>', 'recurring: pause when an occurrence exhausts its attempts').choices(['yes', 'no']))
+    .option('--if-version <n>', 'only if the job is still at this version (from "jobs get"); refused otherwise', wholeNumber(1))
+    .action(async (id: string, flags: EditFlags, command: Command) => {
+      const changes = editInput(flags);
+      const globals = globalOptions(command, io);
+      const result = await withClient(globals, (client) =>
+        client.updateJob(id, changes, flags.ifVersion === undefined ? {} : { expectedVersion: flags.ifVersion }),
+      );
+      if (globals.json) writeJson(io.stdout, result);
+      else {
+        const when = result.appliesFrom === 'now' ? '' : ' (the job is running: the change applies from its next claim)';
+        io.stdout.write(`updated job ${result.job.id} to version ${result.job.version}${when}: ${result.job.state}, next run ${formatTime(result.job.nextRunAt)}\n`);
+      }
+    });
+
+  jobs
     .command('abort')
     .description('stop the running run of a CLAIMED job (it ends CANCELLED; a recurring job goes on to its next occurrence)')
     .argument('<id>', 'job id')
@@ -158,18 +203,46 @@ export function registerJobCommands(program: Command, io: CliIo): Command {
   return jobs;
 }
 
-/** The client input for `jobs create`; flag combinations are checked before any call. */
-function createInput(flags: CreateFlags): CreateJobInput {
-  // A JSON.parse result is JSON by construction; the client's type says so more narrowly.
-  const payload = payloadFromFlags(flags) as CreateJobInput['payload'];
+/** The client input for `jobs edit`: only the flags given. */
+function editInput(flags: EditFlags): UpdateJobInput {
+  if (flags.runAt !== undefined && flags.schedule !== undefined) throw new UsageError('give --run-at or --schedule, not both', '--run-at');
+  const payload = payloadFromFlags(flags) as UpdateJobInput['payload'];
+  const retry = retryInput(flags);
+  const changes: UpdateJobInput = {
+    ...(flags.schedule === undefined ? {} : { schedule: flags.schedule }),
+    ...(flags.timezone === undefined ? {} : { timezone: flags.timezone }),
+    ...(flags.runAt === undefined ? {} : { runAt: flags.runAt }),
+    ...(payload === undefined ? {} : { payload }),
+    ...(flags.name === undefined ? {} : { name: flags.name === '' ? null : flags.name }),
+    ...(flags.maxAttempts === undefined ? {} : { maxAttempts: flags.maxAttempts }),
+    ...(flags.timeoutSeconds === undefined ? {} : { timeoutSeconds: flags.timeoutSeconds === 0 ? null : flags.timeoutSeconds }),
+    ...(flags.misfirePolicy === undefined ? {} : { misfirePolicy: flags.misfirePolicy }),
+    ...(retry === undefined ? {} : { retry }),
+    ...(flags.jitterMs === undefined ? {} : { jitterMs: flags.jitterMs }),
+    ...(flags.pauseOnFailure === undefined ? {} : { pauseOnFailure: flags.pauseOnFailure === 'yes' }),
+  };
+  if (Object.keys(changes).length === 0) throw new UsageError('nothing to change: give at least one flag (see --help)', '--schedule');
+  return changes;
+}
+
+/** The retry policy from the --retry-* flags, or undefined when none was given. */
+function retryInput(flags: Pick<CreateFlags, 'retryInitialMs' | 'retryMaxMs' | 'retryMultiplier' | 'retryJitter'>): RetryPolicyInput | undefined {
   const retry = {
     ...(flags.retryInitialMs === undefined ? {} : { initialIntervalMs: flags.retryInitialMs }),
     ...(flags.retryMaxMs === undefined ? {} : { maxIntervalMs: flags.retryMaxMs }),
     ...(flags.retryMultiplier === undefined ? {} : { multiplier: flags.retryMultiplier }),
     ...(flags.retryJitter === undefined ? {} : { jitter: flags.retryJitter }),
   };
+  return Object.keys(retry).length === 0 ? undefined : retry;
+}
+
+/** The client input for `jobs create`; flag combinations are checked before any call. */
+function createInput(flags: CreateFlags): CreateJobInput {
+  // A JSON.parse result is JSON by construction; the client's type says so more narrowly.
+  const payload = payloadFromFlags(flags) as CreateJobInput['payload'];
+  const retry = retryInput(flags);
   const common = {
-    ...(Object.keys(retry).length === 0 ? {} : { retry }),
+    ...(retry === undefined ? {} : { retry }),
     task: flags.task,
     ...(payload === undefined ? {} : { payload }),
     ...(flags.name === undefined ? {} : { name: flags.name }),

@@ -12,6 +12,7 @@ export type ApiErrorKind =
   | 'not_found'
   | 'failed_precondition'
   | 'already_exists'
+  | 'version_mismatch'
   | 'unauthenticated'
   | 'permission_denied'
   | 'payload_too_large'
@@ -25,6 +26,8 @@ export const ERROR_TABLE: Record<ApiErrorKind, { http: number; grpc: GrpcStatus 
   failed_precondition: { http: 409, grpc: GrpcStatus.FAILED_PRECONDITION },
   // Idempotency key reused with a different request body.
   already_exists: { http: 409, grpc: GrpcStatus.ALREADY_EXISTS },
+  // An edit named a version the job no longer has (If-Match / expected_version): re-read, re-apply.
+  version_mismatch: { http: 412, grpc: GrpcStatus.ABORTED },
   unauthenticated: { http: 401, grpc: GrpcStatus.UNAUTHENTICATED },
   permission_denied: { http: 403, grpc: GrpcStatus.PERMISSION_DENIED },
   payload_too_large: { http: 413, grpc: GrpcStatus.RESOURCE_EXHAUSTED },

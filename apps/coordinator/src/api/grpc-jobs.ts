@@ -8,6 +8,7 @@ import { timestampFromDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import type { Logger } from 'pino';
 import {
   DstMark,
+  EditApplies,
   JobState,
   MisfirePolicy,
   RunOutcome,
@@ -70,6 +71,29 @@ export function jobServiceImplementation(deps: {
     cancelJob: unary('write', async (req, namespace) => {
       await commands.cancel(namespace, req.jobId);
       return {};
+    }),
+    updateJob: unary('write', async (req, namespace) => {
+      const body: Record<string, unknown> = {};
+      if (req.schedule !== undefined) body.schedule = req.schedule;
+      if (req.timezone !== undefined) body.timezone = req.timezone;
+      if (req.runAt) body.runAt = timestampText(req.runAt, 'runAt');
+      if (req.payload) body.payload = req.payload;
+      if (req.name !== undefined) body.name = req.name === '' ? null : req.name;
+      if (req.maxAttempts !== undefined) body.maxAttempts = req.maxAttempts;
+      if (req.timeoutSeconds !== undefined) body.timeoutSeconds = req.timeoutSeconds === 0 ? null : req.timeoutSeconds;
+      if (!(req.misfirePolicy in MISFIRE_POLICY_NAMES)) {
+        throw new ValidationError('misfirePolicy', `misfirePolicy ${req.misfirePolicy} is not a MisfirePolicy value`);
+      }
+      const misfirePolicy = MISFIRE_POLICY_NAMES[req.misfirePolicy];
+      if (misfirePolicy !== undefined) body.misfirePolicy = misfirePolicy;
+      if (req.retry) body.retry = retryBody(req.retry);
+      if (req.jitterMs !== undefined) body.jitterMs = req.jitterMs;
+      if (req.pauseOnFailure !== undefined) body.pauseOnFailure = req.pauseOnFailure;
+      const updated = await commands.update(namespace, req.jobId, body, req.expectedVersion);
+      return {
+        job: toJobMessage(updated.job),
+        applies: updated.appliesFrom === 'now' ? EditApplies.NOW : EditApplies.NEXT_CLAIM,
+      };
     }),
     abortRun: unary('write', async (req, namespace, principal) => {
       const aborted = await commands.abort(namespace, req.jobId, { by: principal.actor, stopSchedule: req.stopSchedule });

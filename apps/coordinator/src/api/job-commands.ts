@@ -6,7 +6,7 @@
 import { parseCron, previewOccurrences, type CronSchedule, type DstMark, type PreviewedOccurrence } from '@kairos/schedule';
 import type { JobRecord, RunRecord, Store } from '@kairos/store';
 import { ApiError } from './errors';
-import { parseCount, parseCreateJob, parseId, parseListJobs, parsePreview } from './validation';
+import { parseCount, parseCreateJob, parseEditJob, parseExpectedVersion, parseId, parseListJobs, parsePreview } from './validation';
 
 export interface JobView {
   jobId: string;
@@ -90,6 +90,16 @@ export interface JobCommands {
   get(namespace: string, jobId: string): Promise<JobView>;
   list(namespace: string, query: Record<string, unknown>): Promise<{ jobs: JobView[]; nextCursor: string | null }>;
   cancel(namespace: string, jobId: string): Promise<void>;
+  /**
+   * Changes a job in place. `expectedVersion` (If-Match, gRPC expected_version)
+   * makes it conditional: a job at another version is refused (version_mismatch).
+   */
+  update(
+    namespace: string,
+    jobId: string,
+    body: unknown,
+    expectedVersion?: unknown,
+  ): Promise<{ job: JobView; appliesFrom: 'now' | 'next-claim' }>;
   /** Asks the agent running the job to stop; `by` names the caller (Principal.actor). */
   abort(namespace: string, jobId: string, input: { by: string; stopSchedule: boolean }): Promise<AbortView>;
   /** The next occurrences of a schedule, marked where DST moved them. */
@@ -207,6 +217,32 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
           throw new ApiError('failed_precondition', `job already finished (${result.state})`, undefined, {
             state: result.state,
           });
+        default:
+          return assertNever(result);
+      }
+    },
+    async update(namespace, jobId, body, ifMatch) {
+      const id = parseId(jobId);
+      const expectedVersion = parseExpectedVersion(ifMatch);
+      const current = await store.jobs.get(namespace, id);
+      if (!current) throw notFound(jobId);
+      const edit = parseEditJob(body, current);
+      const result = await store.lease.edit(namespace, id, edit, expectedVersion === undefined ? {} : { expectedVersion });
+      switch (result.kind) {
+        case 'updated':
+          onJobsDue();
+          return { job: await mustGet(namespace, id), appliesFrom: result.appliesFrom };
+        case 'not-found':
+          throw notFound(jobId);
+        case 'version-mismatch':
+          throw new ApiError(
+            'version_mismatch',
+            `job ${jobId} is at version ${result.version}, not ${expectedVersion}: someone else changed it; read it again and re-apply your change`,
+            'If-Match',
+            { version: result.version },
+          );
+        case 'refused':
+          throw new ApiError('failed_precondition', result.message, result.field, { state: result.state });
         default:
           return assertNever(result);
       }

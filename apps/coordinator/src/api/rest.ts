@@ -91,7 +91,14 @@ export function createRestServer(deps: {
     const result = await commands.create(namespaceFor(request, 'write'), request.body);
     return reply.code(result.created ? 201 : 200).send({ jobId: result.job.jobId, job: result.job });
   });
-  app.get<{ Params: { id: string } }>('/jobs/:id', async (request) => commands.get(namespaceFor(request, 'read'), request.params.id));
+  app.get<{ Params: { id: string } }>('/jobs/:id', async (request, reply) => {
+    const job = await commands.get(namespaceFor(request, 'read'), request.params.id);
+    return reply.header('etag', `"${job.version}"`).send(job);
+  });
+  app.patch<{ Params: { id: string } }>('/jobs/:id', async (request, reply) => {
+    const updated = await commands.update(namespaceFor(request, 'write'), request.params.id, request.body, request.headers['if-match']);
+    return reply.header('etag', `"${updated.job.version}"`).send(updated);
+  });
   app.get<{ Querystring: Record<string, unknown> }>('/jobs', async (request) =>
     commands.list(namespaceFor(request, 'read'), request.query),
   );

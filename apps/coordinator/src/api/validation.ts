@@ -15,7 +15,7 @@ import {
   type CronSchedule,
   type MisfirePolicy,
 } from '@kairos/schedule';
-import { isJobId, JOB_STATES, type JobRetry, type JobState } from '@kairos/store';
+import { isJobId, JOB_STATES, type JobEdit, type JobRetry, type JobState } from '@kairos/store';
 import { findJsonProblem, MAX_PAYLOAD_DEPTH } from './json-safety';
 
 /** A request field failed validation. */
@@ -264,6 +264,69 @@ export function parseCount(value: unknown, from: 'query' | 'body' = 'query'): nu
     throw new ValidationError('count', `count must be an integer from 1 to ${LIMITS.previewCount}`);
   }
   return n;
+}
+
+const editJobSchema = createJobSchema.omit({ task: true, idempotencyKey: true });
+
+/** A validated edit: the fields to change (absent: unchanged). */
+export type EditJobInput = JobEdit;
+
+/**
+ * PATCH /jobs/{id}: the fields to change. `current` is the job as it is (its
+ * schedule and zone), so a new timezone alone re-reads the current schedule.
+ * `null` resets a field to its default (name, timeoutSeconds, retry, jitterMs).
+ */
+export function parseEditJob(body: unknown, current: { schedule: string | null; timezone: string }): EditJobInput {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ValidationError('body', 'request body must be a JSON object');
+  }
+  const unsafe = findJsonProblem(body as Record<string, unknown>, MAX_PAYLOAD_DEPTH);
+  if (unsafe) throw new ValidationError(unsafe.field, unsafe.message);
+  for (const fixed of ['task', 'idempotencyKey'] as const) {
+    if (fixed in body) throw new ValidationError(fixed, `${fixed} cannot be changed; create a new job instead`);
+  }
+  const parsed = editJobSchema.safeParse(body);
+  if (!parsed.success) throw fromZod(parsed.error, body);
+  const req = parsed.data;
+  if (Object.values(req).every((value) => value === undefined)) {
+    throw new ValidationError('body', 'nothing to change: give at least one field');
+  }
+  const has = (value: unknown) => value !== undefined && value !== null;
+  if (has(req.runAt) && has(req.schedule)) throw new ValidationError('schedule', 'give runAt (one-off) or schedule (recurring), not both');
+  const edit: JobEdit = {};
+  if (has(req.runAt)) {
+    if (has(req.timezone)) throw new ValidationError('timezone', 'timezone applies to schedule only; runAt carries its own offset');
+    edit.runAt = scheduleField(() => parseRunAt(req.runAt));
+  } else if (has(req.schedule) || has(req.timezone)) {
+    if (!has(req.schedule) && current.schedule === null) {
+      throw new ValidationError('timezone', 'timezone applies to recurring jobs; this job is one-off (give a schedule to make it recurring)');
+    }
+    edit.schedule = scheduleField(() => parseCron(req.schedule ?? current.schedule, req.timezone ?? current.timezone));
+  }
+  if (req.payload !== undefined) {
+    const payloadBytes = Buffer.byteLength(JSON.stringify(req.payload));
+    if (payloadBytes > LIMITS.payloadBytes) throw new ValidationError('payload', `payload is ${payloadBytes} bytes; the limit is ${LIMITS.payloadBytes}`);
+    edit.payload = req.payload;
+  }
+  if (req.name !== undefined) edit.name = req.name;
+  if (req.maxAttempts !== undefined) edit.maxAttempts = req.maxAttempts;
+  if (req.timeoutSeconds !== undefined) edit.timeoutMs = req.timeoutSeconds ? Math.ceil(req.timeoutSeconds * 1000) : null;
+  if (has(req.misfirePolicy)) edit.misfirePolicy = scheduleField(() => parseMisfirePolicy(req.misfirePolicy));
+  if (req.retry !== undefined) edit.retry = parseRetry(req.retry);
+  if (req.jitterMs !== undefined) edit.startJitterMs = req.jitterMs ?? 0;
+  if (req.pauseOnFailure !== undefined) edit.pauseOnFailure = req.pauseOnFailure ?? false;
+  return edit;
+}
+
+/** The version an edit expects: an If-Match value (`"3"`, `3`, `W/"3"`) or a gRPC expected_version (0: any). */
+export function parseExpectedVersion(value: unknown): number | undefined {
+  if (value === undefined || value === null || value === '' || value === 0) return undefined;
+  const text = typeof value === 'number' ? String(value) : String(value).trim();
+  const match = /^(?:W\/)?"?(\d{1,9})"?$/.exec(text);
+  if (match === null || Number(match[1]) < 1) {
+    throw new ValidationError('If-Match', 'If-Match must be the job\'s version as its ETag gives it, e.g. "3"');
+  }
+  return Number(match[1]);
 }
 
 export interface ListJobsInput {

@@ -116,6 +116,13 @@ describe('security: tokens, roles and namespaces', () => {
     { name: 'GET /jobs/{id}', need: 'read', ok: 200, scoped: true, call: (api, id) => api.getJob(id) },
     { name: 'GET /jobs', need: 'read', ok: 200, scoped: false, call: (api) => api.listJobs() },
     { name: 'GET /jobs/{id}/runs', need: 'read', ok: 200, scoped: true, call: (api, id) => api.runs(id) },
+    {
+      name: 'PATCH /jobs/{id}',
+      need: 'write',
+      ok: 200,
+      scoped: true,
+      call: (api, id) => api.call('PATCH', `/jobs/${id}`, { name: 'renamed' }),
+    },
     { name: 'DELETE /jobs/{id}', need: 'write', ok: 204, scoped: true, call: (api, id) => api.cancelJob(id) },
     // The job is DUE: a caller allowed to abort is told nothing is running (409), and nothing changes.
     { name: 'POST /jobs/{id}/abort', need: 'write', ok: 409, scoped: true, call: (api, id) => api.call('POST', `/jobs/${id}/abort`) },
@@ -249,6 +256,7 @@ describe('security: tokens, roles and namespaces', () => {
       { name: 'ListJobs', need: 'read', scoped: false, call: (c) => c.listJobs() },
       { name: 'ListRuns', need: 'read', scoped: true, call: (c, id) => c.listRuns(id) },
       { name: 'CancelJob', need: 'write', scoped: true, call: (c, id) => c.cancelJob(id) },
+      { name: 'UpdateJob', need: 'write', scoped: true, call: (c, id) => c.updateJob(id, { name: 'renamed' }) },
       { name: 'AbortRun', need: 'write', scoped: true, allowed: 'failed-precondition', call: (c, id) => c.abortRun(id) },
       { name: 'PauseJob', need: 'write', scoped: true, call: (c, id) => c.pauseJob(id) },
       { name: 'ResumeJob', need: 'write', scoped: true, call: (c, id) => c.resumeJob(id) },

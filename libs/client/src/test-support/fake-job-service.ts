@@ -11,6 +11,7 @@ import * as grpc from '@grpc/grpc-js';
 import {
   addGrpcService,
   DstMark,
+  EditApplies,
   JobService,
   JobState,
   MisfirePolicy,
@@ -92,6 +93,10 @@ const DEFAULT_HANDLERS: { [K in MethodName]: FakeHandler<K> } = {
   getJob: (request) => ({ job: sampleJob({ id: request.jobId }) }),
   listJobs: () => ({ jobs: [sampleJob()], nextCursor: '' }),
   cancelJob: () => ({}),
+  updateJob: (request) => ({
+    job: sampleJob({ id: request.jobId, name: request.name ?? 'nightly report', version: 5 }),
+    applies: EditApplies.NEXT_CLAIM,
+  }),
   previewSchedule: (request) => ({
     schedule: request.schedule,
     timezone: request.timezone || 'UTC',
@@ -198,6 +203,7 @@ export async function startFakeJobService(handlers: FakeHandlers = {}): Promise<
     listJobs: unary('listJobs'),
     cancelJob: unary('cancelJob'),
     abortRun: unary('abortRun'),
+    updateJob: unary('updateJob'),
     previewSchedule: unary('previewSchedule'),
     listUpcoming: unary('listUpcoming'),
     pauseJob: unary('pauseJob'),

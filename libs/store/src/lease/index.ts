@@ -1,6 +1,6 @@
 /**
  * Every statement that claims, renews, completes, releases, cancels, aborts,
- * pauses, resumes, triggers or reaps a job. Nothing else in Kairos writes `jobs.state`
+ * edits, pauses, resumes, triggers or reaps a job. Nothing else in Kairos writes `jobs.state`
  * after creation. The protocol is described in ../../README.md ("Lease protocol");
  * the short version:
  *
@@ -20,6 +20,7 @@ import { storeCall } from '../pg-errors';
 import type { RetryPolicy } from '../settle';
 import { claimDue, type ClaimedJob, type ClaimRequest } from './claim';
 import { requestAbort, type AbortRequestInput, type AbortResult } from './abort';
+import { editJob, type EditResult, type JobEdit } from './edit';
 import { cancel, pause, resume, trigger, type CancelResult, type ControlResult } from './control';
 import { release, type ReleaseResult } from './release';
 import type { HeldLeaseRef } from './refs';
@@ -29,6 +30,7 @@ import { complete, reapExpired, skipMisfired, type CompleteResult, type Completi
 export { CLAIM_SQL, DEFAULT_MISFIRE_THRESHOLD_MS, type ClaimedJob, type ClaimRequest } from './claim';
 export type { AbortRequestInput, AbortResult } from './abort';
 export type { CancelResult, ControlResult } from './control';
+export type { EditResult, JobEdit } from './edit';
 export { isJobId, type HeldLeaseRef, type LeaseRef } from './refs';
 export type { ReleaseResult } from './release';
 export { DEFAULT_ABORT_GRACE_MS, type LeaseLostReason, type RenewResult } from './renew';
@@ -44,6 +46,8 @@ export interface LeaseStatements {
   reapExpired(options?: { limit?: number; now?: Date }): Promise<ReapResult>;
   skipMisfired(options?: { thresholdMs?: number; limit?: number; now?: Date }): Promise<{ skipped: number }>;
   cancel(namespace: string, jobId: string, now?: Date): Promise<CancelResult>;
+  /** Changes a job's settings in place, under its row lock (edit.ts). */
+  edit(namespace: string, jobId: string, edit: JobEdit, options?: { expectedVersion?: number; now?: Date }): Promise<EditResult>;
   /** Asks the holder of a CLAIMED job's lease to stop the run (abort.ts). */
   abort(namespace: string, jobId: string, input: AbortRequestInput, now?: Date): Promise<AbortResult>;
   pause(namespace: string, jobId: string, now?: Date): Promise<ControlResult>;
@@ -60,6 +64,7 @@ export function leaseStatements(pool: Pool, retry: RetryPolicy = {}): LeaseState
     reapExpired: (options) => guard('reapExpired', () => reapExpired(pool, retry, options)),
     skipMisfired: (options) => guard('skipMisfired', () => skipMisfired(pool, options)),
     cancel: (namespace, jobId, now) => guard('cancel', () => cancel(pool, namespace, jobId, now)),
+    edit: (namespace, jobId, edit, options) => guard('edit', () => editJob(pool, namespace, jobId, edit, options)),
     abort: (namespace, jobId, input, now) => guard('abort', () => requestAbort(pool, namespace, jobId, input, now)),
     pause: (namespace, jobId, now) => guard('pause', () => pause(pool, namespace, jobId, now)),
     resume: (namespace, jobId, now) => guard('resume', () => resume(pool, namespace, jobId, now)),

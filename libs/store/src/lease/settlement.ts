@@ -42,7 +42,8 @@ interface LockedJob extends SettlingJob {
 
 const LOCKED_COLUMNS = `j.id, j.lease_generation, j.lease_owner, j.schedule, j.timezone, j.occurrence_at,
   j.attempt, j.max_attempts, j.misfire_policy, j.abort_requested_at, j.abort_requested_by, j.abort_stop_schedule,
-  j.retry_initial_ms, j.retry_max_ms, j.retry_multiplier, j.retry_jitter, j.start_jitter_ms, j.pause_on_failure`;
+  j.retry_initial_ms, j.retry_max_ms, j.retry_multiplier, j.retry_jitter, j.start_jitter_ms, j.pause_on_failure,
+  j.rescheduled_at`;
 
 function toLockedJob(row: Record<string, unknown>): LockedJob {
   const policy = row.misfire_policy as MisfirePolicy;
@@ -69,6 +70,7 @@ function toLockedJob(row: Record<string, unknown>): LockedJob {
     },
     startJitterMs: row.start_jitter_ms as number,
     pauseOnFailure: row.pause_on_failure === true,
+    rescheduledAt: (row.rescheduled_at as Date | null) ?? null,
   };
 }
 
@@ -233,6 +235,7 @@ async function applyEndings(
     `UPDATE jobs j SET
        state = u.state, next_run_at = u.next_run_at, occurrence_at = u.occurrence_at, attempt = u.attempt,
        paused_reason = u.paused_reason,
+       rescheduled_at = CASE WHEN u.occurrence_at IS NOT DISTINCT FROM j.occurrence_at THEN j.rescheduled_at END,
        lease_until = NULL, lease_owner = NULL, lease_token = NULL, ${CLEAR_ABORT}, updated_at = $7
      FROM unnest($1::uuid[], $2::kairos_job_state[], $3::timestamptz[], $4::timestamptz[], $5::int[], $6::text[])
        AS u(id, state, next_run_at, occurrence_at, attempt, paused_reason)
@@ -330,7 +333,7 @@ export async function skipMisfired(
       return { job, next: plan.next, skipped: [job.occurrenceAt, ...plan.skipped], skippedCount: plan.skippedCount + 1 };
     });
     await client.query(
-      `UPDATE jobs j SET next_run_at = u.start, occurrence_at = u.next, attempt = 0, updated_at = $4
+      `UPDATE jobs j SET next_run_at = u.start, occurrence_at = u.next, attempt = 0, rescheduled_at = NULL, updated_at = $4
        FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[]) AS u(id, next, start) WHERE j.id = u.id`,
       [items.map((i) => i.job.id), items.map((i) => i.next), items.map((i) => startOf(i.job.id, i.next, i.job.startJitterMs)), now],
     );

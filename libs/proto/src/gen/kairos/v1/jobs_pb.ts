@@ -37,7 +37,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file kairos/v1/jobs.proto.
  */
 export const file_kairos_v1_jobs: GenFile = /*@__PURE__*/
-  fileDesc("ChRrYWlyb3MvdjEvam9icy5wcm90bxIJa2Fpcm9zLnYxIscFCgNKb2ISCgoCaWQYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEgwKBG5hbWUYAyABKAkSDAoEdGFzaxgEIAEoCRIsCgZydW5fYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYBiABKAlIABIQCgh0aW1lem9uZRgHIAEoCRIoCgdwYXlsb2FkGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIiCgVzdGF0ZRgJIAEoDjITLmthaXJvcy52MS5Kb2JTdGF0ZRIvCgtuZXh0X3J1bl9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgLIAEoDRIUCgxtYXhfYXR0ZW1wdHMYDCABKA0SFwoPdGltZW91dF9zZWNvbmRzGA0gASgNEjAKDm1pc2ZpcmVfcG9saWN5GA4gASgOMhgua2Fpcm9zLnYxLk1pc2ZpcmVQb2xpY3kSFwoPaWRlbXBvdGVuY3lfa2V5GA8gASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YECABKAQSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFYWJvcnQYEyABKAsyGi5rYWlyb3MudjEuQWJvcnRJblByb2dyZXNzEiUKBXJldHJ5GBQgASgLMhYua2Fpcm9zLnYxLlJldHJ5UG9saWN5EhEKCWppdHRlcl9tcxgVIAEoDRIYChBwYXVzZV9vbl9mYWlsdXJlGBYgASgIEhUKDXBhdXNlZF9yZWFzb24YFyABKAkSDwoHdmVyc2lvbhgYIAEoDUIGCgR3aGVuIsEBCgtSZXRyeVBvbGljeRIgChNpbml0aWFsX2ludGVydmFsX21zGAEgASgNSACIAQESHAoPbWF4X2ludGVydmFsX21zGAIgASgNSAGIAQESFwoKbXVsdGlwbGllchgDIAEoAUgCiAEBEhMKBmppdHRlchgEIAEoAUgDiAEBQhYKFF9pbml0aWFsX2ludGVydmFsX21zQhIKEF9tYXhfaW50ZXJ2YWxfbXNCDQoLX211bHRpcGxpZXJCCQoHX2ppdHRlciJwCg9BYm9ydEluUHJvZ3Jlc3MSMAoMcmVxdWVzdGVkX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZXF1ZXN0ZWRfYnkYAiABKAkSFQoNc3RvcF9zY2hlZHVsZRgDIAEoCCLCAgoDUnVuEg4KBnJ1bl9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkSDwoHYXR0ZW1wdBgDIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAQgASgEEjEKDXNjaGVkdWxlZF9mb3IYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnN0YXJ0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgdvdXRjb21lGAggASgOMhUua2Fpcm9zLnYxLlJ1bk91dGNvbWUSEQoJd29ya2VyX2lkGAkgASgJEg0KBWVycm9yGAogASgJEhIKCmFib3J0ZWRfYnkYCyABKAkizgIKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEg0KBXRhc2tzGAIgAygJEhAKCGNhcGFjaXR5GAMgASgNEhEKCWluX2ZsaWdodBgEIAEoDRIwCgxjb25uZWN0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKEWxhc3RfaGVhcnRiZWF0X2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghkcmFpbmluZxgHIAEoCBIPCgd2ZXJzaW9uGAggASgJEhYKDmNvb3JkaW5hdG9yX2lkGAkgASgJEhEKCW5hbWVzcGFjZRgKIAEoCRI1ChFxdWFyYW50aW5lZF91bnRpbBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcHJvYmF0aW9uGAwgASgIIoIDChBDcmVhdGVKb2JSZXF1ZXN0EiwKBnJ1bl9hdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABISCghzY2hlZHVsZRgCIAEoCUgAEhAKCHRpbWV6b25lGAMgASgJEgwKBHRhc2sYBCABKAkSKAoHcGF5bG9hZBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDAoEbmFtZRgGIAEoCRIUCgxtYXhfYXR0ZW1wdHMYByABKA0SFwoPdGltZW91dF9zZWNvbmRzGAggASgNEjAKDm1pc2ZpcmVfcG9saWN5GAkgASgOMhgua2Fpcm9zLnYxLk1pc2ZpcmVQb2xpY3kSFwoPaWRlbXBvdGVuY3lfa2V5GAogASgJEiUKBXJldHJ5GAsgASgLMhYua2Fpcm9zLnYxLlJldHJ5UG9saWN5EhEKCWppdHRlcl9tcxgMIAEoDRIYChBwYXVzZV9vbl9mYWlsdXJlGA0gASgIQgYKBHdoZW4iNAoRQ3JlYXRlSm9iUmVzcG9uc2USDgoGam9iX2lkGAEgASgJEg8KB2NyZWF0ZWQYAiABKAgiHwoNR2V0Sm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiLQoOR2V0Sm9iUmVzcG9uc2USGwoDam9iGAEgASgLMg4ua2Fpcm9zLnYxLkpvYiJiCg9MaXN0Sm9ic1JlcXVlc3QSIgoFc3RhdGUYASABKA4yEy5rYWlyb3MudjEuSm9iU3RhdGUSDAoEdGFzaxgCIAEoCRINCgVsaW1pdBgDIAEoDRIOCgZjdXJzb3IYBCABKAkiRQoQTGlzdEpvYnNSZXNwb25zZRIcCgRqb2JzGAEgAygLMg4ua2Fpcm9zLnYxLkpvYhITCgtuZXh0X2N1cnNvchgCIAEoCSIiChBDYW5jZWxKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSITChFDYW5jZWxKb2JSZXNwb25zZSI4Cg9BYm9ydFJ1blJlcXVlc3QSDgoGam9iX2lkGAEgASgJEhUKDXN0b3Bfc2NoZWR1bGUYAiABKAgiewoQQWJvcnRSdW5SZXNwb25zZRIOCgZydW5faWQYASABKAkSGAoQbGVhc2VfZ2VuZXJhdGlvbhgCIAEoBBIQCghhZ2VudF9pZBgDIAEoCRIUCgxyZXF1ZXN0ZWRfYnkYBCABKAkSFQoNc3RvcF9zY2hlZHVsZRgFIAEoCCJ1ChZQcmV2aWV3U2NoZWR1bGVSZXF1ZXN0EhAKCHNjaGVkdWxlGAEgASgJEhAKCHRpbWV6b25lGAIgASgJEg0KBWNvdW50GAMgASgNEigKBGZyb20YBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImkKF1ByZXZpZXdTY2hlZHVsZVJlc3BvbnNlEhAKCHNjaGVkdWxlGAEgASgJEhAKCHRpbWV6b25lGAIgASgJEioKC29jY3VycmVuY2VzGAMgAygLMhUua2Fpcm9zLnYxLk9jY3VycmVuY2UiNAoTTGlzdFVwY29taW5nUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSDQoFY291bnQYAiABKA0idgoUTGlzdFVwY29taW5nUmVzcG9uc2USDgoGam9iX2lkGAEgASgJEhAKCHNjaGVkdWxlGAIgASgJEhAKCHRpbWV6b25lGAMgASgJEioKC29jY3VycmVuY2VzGAQgAygLMhUua2Fpcm9zLnYxLk9jY3VycmVuY2UijQEKCk9jY3VycmVuY2USJgoCYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWxvY2FsGAIgASgJEg4KBm9mZnNldBgDIAEoCRIfCgNkc3QYBCABKA4yEi5rYWlyb3MudjEuRHN0TWFyaxIXCg9zY2hlZHVsZWRfbG9jYWwYBSABKAkiIQoPUGF1c2VKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIvChBQYXVzZUpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiIgoQUmVzdW1lSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiMAoRUmVzdW1lSm9iUmVzcG9uc2USGwoDam9iGAEgASgLMg4ua2Fpcm9zLnYxLkpvYiIjChFUcmlnZ2VySm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiMQoSVHJpZ2dlckpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiQAoPTGlzdFJ1bnNSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRINCgVsaW1pdBgCIAEoDRIOCgZjdXJzb3IYAyABKAkiRQoQTGlzdFJ1bnNSZXNwb25zZRIcCgRydW5zGAEgAygLMg4ua2Fpcm9zLnYxLlJ1bhITCgtuZXh0X2N1cnNvchgCIAEoCSITChFMaXN0QWdlbnRzUmVxdWVzdCI2ChJMaXN0QWdlbnRzUmVzcG9uc2USIAoGYWdlbnRzGAEgAygLMhAua2Fpcm9zLnYxLkFnZW50KqsBCghKb2JTdGF0ZRIZChVKT0JfU1RBVEVfVU5TUEVDSUZJRUQQABIRCg1KT0JfU1RBVEVfRFVFEAESFQoRSk9CX1NUQVRFX0NMQUlNRUQQAhIXChNKT0JfU1RBVEVfQ09NUExFVEVEEAMSEgoOSk9CX1NUQVRFX0RFQUQQBBIUChBKT0JfU1RBVEVfUEFVU0VEEAUSFwoTSk9CX1NUQVRFX0NBTkNFTExFRBAGKmYKDU1pc2ZpcmVQb2xpY3kSHgoaTUlTRklSRV9QT0xJQ1lfVU5TUEVDSUZJRUQQABIcChhNSVNGSVJFX1BPTElDWV9GSVJFX09OQ0UQARIXChNNSVNGSVJFX1BPTElDWV9TS0lQEAIq4wEKClJ1bk91dGNvbWUSGwoXUlVOX09VVENPTUVfVU5TUEVDSUZJRUQQABIXChNSVU5fT1VUQ09NRV9SVU5OSU5HEAESGQoVUlVOX09VVENPTUVfU1VDQ0VFREVEEAISFgoSUlVOX09VVENPTUVfRkFJTEVEEAMSGQoVUlVOX09VVENPTUVfVElNRURfT1VUEAQSHQoZUlVOX09VVENPTUVfTEVBU0VfRVhQSVJFRBAFEhkKFVJVTl9PVVRDT01FX0NBTkNFTExFRBAGEhcKE1JVTl9PVVRDT01FX1NLSVBQRUQQByp5CgdEc3RNYXJrEhgKFERTVF9NQVJLX1VOU1BFQ0lGSUVEEAASGAoURFNUX01BUktfR0FQX1NISUZURUQQARIbChdEU1RfTUFSS19SRVBFQVRFRF9GSVJTVBACEh0KGURTVF9NQVJLX1JFUEVBVEVEX0VMQVBTRUQQAzL4BgoKSm9iU2VydmljZRJGCglDcmVhdGVKb2ISGy5rYWlyb3MudjEuQ3JlYXRlSm9iUmVxdWVzdBocLmthaXJvcy52MS5DcmVhdGVKb2JSZXNwb25zZRI9CgZHZXRKb2ISGC5rYWlyb3MudjEuR2V0Sm9iUmVxdWVzdBoZLmthaXJvcy52MS5HZXRKb2JSZXNwb25zZRJDCghMaXN0Sm9icxIaLmthaXJvcy52MS5MaXN0Sm9ic1JlcXVlc3QaGy5rYWlyb3MudjEuTGlzdEpvYnNSZXNwb25zZRJGCglDYW5jZWxKb2ISGy5rYWlyb3MudjEuQ2FuY2VsSm9iUmVxdWVzdBocLmthaXJvcy52MS5DYW5jZWxKb2JSZXNwb25zZRJDCghBYm9ydFJ1bhIaLmthaXJvcy52MS5BYm9ydFJ1blJlcXVlc3QaGy5rYWlyb3MudjEuQWJvcnRSdW5SZXNwb25zZRJDCghQYXVzZUpvYhIaLmthaXJvcy52MS5QYXVzZUpvYlJlcXVlc3QaGy5rYWlyb3MudjEuUGF1c2VKb2JSZXNwb25zZRJGCglSZXN1bWVKb2ISGy5rYWlyb3MudjEuUmVzdW1lSm9iUmVxdWVzdBocLmthaXJvcy52MS5SZXN1bWVKb2JSZXNwb25zZRJJCgpUcmlnZ2VySm9iEhwua2Fpcm9zLnYxLlRyaWdnZXJKb2JSZXF1ZXN0Gh0ua2Fpcm9zLnYxLlRyaWdnZXJKb2JSZXNwb25zZRJDCghMaXN0UnVucxIaLmthaXJvcy52MS5MaXN0UnVuc1JlcXVlc3QaGy5rYWlyb3MudjEuTGlzdFJ1bnNSZXNwb25zZRJJCgpMaXN0QWdlbnRzEhwua2Fpcm9zLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh0ua2Fpcm9zLnYxLkxpc3RBZ2VudHNSZXNwb25zZRJYCg9QcmV2aWV3U2NoZWR1bGUSIS5rYWlyb3MudjEuUHJldmlld1NjaGVkdWxlUmVxdWVzdBoiLmthaXJvcy52MS5QcmV2aWV3U2NoZWR1bGVSZXNwb25zZRJPCgxMaXN0VXBjb21pbmcSHi5rYWlyb3MudjEuTGlzdFVwY29taW5nUmVxdWVzdBofLmthaXJvcy52MS5MaXN0VXBjb21pbmdSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChRrYWlyb3MvdjEvam9icy5wcm90bxIJa2Fpcm9zLnYxIscFCgNKb2ISCgoCaWQYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEgwKBG5hbWUYAyABKAkSDAoEdGFzaxgEIAEoCRIsCgZydW5fYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYBiABKAlIABIQCgh0aW1lem9uZRgHIAEoCRIoCgdwYXlsb2FkGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIiCgVzdGF0ZRgJIAEoDjITLmthaXJvcy52MS5Kb2JTdGF0ZRIvCgtuZXh0X3J1bl9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgLIAEoDRIUCgxtYXhfYXR0ZW1wdHMYDCABKA0SFwoPdGltZW91dF9zZWNvbmRzGA0gASgNEjAKDm1pc2ZpcmVfcG9saWN5GA4gASgOMhgua2Fpcm9zLnYxLk1pc2ZpcmVQb2xpY3kSFwoPaWRlbXBvdGVuY3lfa2V5GA8gASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YECABKAQSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFYWJvcnQYEyABKAsyGi5rYWlyb3MudjEuQWJvcnRJblByb2dyZXNzEiUKBXJldHJ5GBQgASgLMhYua2Fpcm9zLnYxLlJldHJ5UG9saWN5EhEKCWppdHRlcl9tcxgVIAEoDRIYChBwYXVzZV9vbl9mYWlsdXJlGBYgASgIEhUKDXBhdXNlZF9yZWFzb24YFyABKAkSDwoHdmVyc2lvbhgYIAEoDUIGCgR3aGVuIsEBCgtSZXRyeVBvbGljeRIgChNpbml0aWFsX2ludGVydmFsX21zGAEgASgNSACIAQESHAoPbWF4X2ludGVydmFsX21zGAIgASgNSAGIAQESFwoKbXVsdGlwbGllchgDIAEoAUgCiAEBEhMKBmppdHRlchgEIAEoAUgDiAEBQhYKFF9pbml0aWFsX2ludGVydmFsX21zQhIKEF9tYXhfaW50ZXJ2YWxfbXNCDQoLX211bHRpcGxpZXJCCQoHX2ppdHRlciJwCg9BYm9ydEluUHJvZ3Jlc3MSMAoMcmVxdWVzdGVkX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZXF1ZXN0ZWRfYnkYAiABKAkSFQoNc3RvcF9zY2hlZHVsZRgDIAEoCCLCAgoDUnVuEg4KBnJ1bl9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkSDwoHYXR0ZW1wdBgDIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAQgASgEEjEKDXNjaGVkdWxlZF9mb3IYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnN0YXJ0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgdvdXRjb21lGAggASgOMhUua2Fpcm9zLnYxLlJ1bk91dGNvbWUSEQoJd29ya2VyX2lkGAkgASgJEg0KBWVycm9yGAogASgJEhIKCmFib3J0ZWRfYnkYCyABKAkizgIKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEg0KBXRhc2tzGAIgAygJEhAKCGNhcGFjaXR5GAMgASgNEhEKCWluX2ZsaWdodBgEIAEoDRIwCgxjb25uZWN0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKEWxhc3RfaGVhcnRiZWF0X2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghkcmFpbmluZxgHIAEoCBIPCgd2ZXJzaW9uGAggASgJEhYKDmNvb3JkaW5hdG9yX2lkGAkgASgJEhEKCW5hbWVzcGFjZRgKIAEoCRI1ChFxdWFyYW50aW5lZF91bnRpbBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcHJvYmF0aW9uGAwgASgIIoIDChBDcmVhdGVKb2JSZXF1ZXN0EiwKBnJ1bl9hdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABISCghzY2hlZHVsZRgCIAEoCUgAEhAKCHRpbWV6b25lGAMgASgJEgwKBHRhc2sYBCABKAkSKAoHcGF5bG9hZBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDAoEbmFtZRgGIAEoCRIUCgxtYXhfYXR0ZW1wdHMYByABKA0SFwoPdGltZW91dF9zZWNvbmRzGAggASgNEjAKDm1pc2ZpcmVfcG9saWN5GAkgASgOMhgua2Fpcm9zLnYxLk1pc2ZpcmVQb2xpY3kSFwoPaWRlbXBvdGVuY3lfa2V5GAogASgJEiUKBXJldHJ5GAsgASgLMhYua2Fpcm9zLnYxLlJldHJ5UG9saWN5EhEKCWppdHRlcl9tcxgMIAEoDRIYChBwYXVzZV9vbl9mYWlsdXJlGA0gASgIQgYKBHdoZW4iNAoRQ3JlYXRlSm9iUmVzcG9uc2USDgoGam9iX2lkGAEgASgJEg8KB2NyZWF0ZWQYAiABKAgiHwoNR2V0Sm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiLQoOR2V0Sm9iUmVzcG9uc2USGwoDam9iGAEgASgLMg4ua2Fpcm9zLnYxLkpvYiJiCg9MaXN0Sm9ic1JlcXVlc3QSIgoFc3RhdGUYASABKA4yEy5rYWlyb3MudjEuSm9iU3RhdGUSDAoEdGFzaxgCIAEoCRINCgVsaW1pdBgDIAEoDRIOCgZjdXJzb3IYBCABKAkiRQoQTGlzdEpvYnNSZXNwb25zZRIcCgRqb2JzGAEgAygLMg4ua2Fpcm9zLnYxLkpvYhITCgtuZXh0X2N1cnNvchgCIAEoCSIiChBDYW5jZWxKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSITChFDYW5jZWxKb2JSZXNwb25zZSKHBAoQVXBkYXRlSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSGAoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoDRIVCghzY2hlZHVsZRgDIAEoCUgAiAEBEhUKCHRpbWV6b25lGAQgASgJSAGIAQESKgoGcnVuX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIoCgdwYXlsb2FkGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCgRuYW1lGAcgASgJSAKIAQESGQoMbWF4X2F0dGVtcHRzGAggASgNSAOIAQESHAoPdGltZW91dF9zZWNvbmRzGAkgASgNSASIAQESMAoObWlzZmlyZV9wb2xpY3kYCiABKA4yGC5rYWlyb3MudjEuTWlzZmlyZVBvbGljeRIlCgVyZXRyeRgLIAEoCzIWLmthaXJvcy52MS5SZXRyeVBvbGljeRIWCglqaXR0ZXJfbXMYDCABKA1IBYgBARIdChBwYXVzZV9vbl9mYWlsdXJlGA0gASgISAaIAQFCCwoJX3NjaGVkdWxlQgsKCV90aW1lem9uZUIHCgVfbmFtZUIPCg1fbWF4X2F0dGVtcHRzQhIKEF90aW1lb3V0X3NlY29uZHNCDAoKX2ppdHRlcl9tc0ITChFfcGF1c2Vfb25fZmFpbHVyZSJZChFVcGRhdGVKb2JSZXNwb25zZRIbCgNqb2IYASABKAsyDi5rYWlyb3MudjEuSm9iEicKB2FwcGxpZXMYAiABKA4yFi5rYWlyb3MudjEuRWRpdEFwcGxpZXMiOAoPQWJvcnRSdW5SZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRIVCg1zdG9wX3NjaGVkdWxlGAIgASgIInsKEEFib3J0UnVuUmVzcG9uc2USDgoGcnVuX2lkGAEgASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YAiABKAQSEAoIYWdlbnRfaWQYAyABKAkSFAoMcmVxdWVzdGVkX2J5GAQgASgJEhUKDXN0b3Bfc2NoZWR1bGUYBSABKAgidQoWUHJldmlld1NjaGVkdWxlUmVxdWVzdBIQCghzY2hlZHVsZRgBIAEoCRIQCgh0aW1lem9uZRgCIAEoCRINCgVjb3VudBgDIAEoDRIoCgRmcm9tGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJpChdQcmV2aWV3U2NoZWR1bGVSZXNwb25zZRIQCghzY2hlZHVsZRgBIAEoCRIQCgh0aW1lem9uZRgCIAEoCRIqCgtvY2N1cnJlbmNlcxgDIAMoCzIVLmthaXJvcy52MS5PY2N1cnJlbmNlIjQKE0xpc3RVcGNvbWluZ1JlcXVlc3QSDgoGam9iX2lkGAEgASgJEg0KBWNvdW50GAIgASgNInYKFExpc3RVcGNvbWluZ1Jlc3BvbnNlEg4KBmpvYl9pZBgBIAEoCRIQCghzY2hlZHVsZRgCIAEoCRIQCgh0aW1lem9uZRgDIAEoCRIqCgtvY2N1cnJlbmNlcxgEIAMoCzIVLmthaXJvcy52MS5PY2N1cnJlbmNlIo0BCgpPY2N1cnJlbmNlEiYKAmF0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVsb2NhbBgCIAEoCRIOCgZvZmZzZXQYAyABKAkSHwoDZHN0GAQgASgOMhIua2Fpcm9zLnYxLkRzdE1hcmsSFwoPc2NoZWR1bGVkX2xvY2FsGAUgASgJIiEKD1BhdXNlSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiLwoQUGF1c2VKb2JSZXNwb25zZRIbCgNqb2IYASABKAsyDi5rYWlyb3MudjEuSm9iIiIKEFJlc3VtZUpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIjAKEVJlc3VtZUpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiIwoRVHJpZ2dlckpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIjEKElRyaWdnZXJKb2JSZXNwb25zZRIbCgNqb2IYASABKAsyDi5rYWlyb3MudjEuSm9iIkAKD0xpc3RSdW5zUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSDQoFbGltaXQYAiABKA0SDgoGY3Vyc29yGAMgASgJIkUKEExpc3RSdW5zUmVzcG9uc2USHAoEcnVucxgBIAMoCzIOLmthaXJvcy52MS5SdW4SEwoLbmV4dF9jdXJzb3IYAiABKAkiEwoRTGlzdEFnZW50c1JlcXVlc3QiNgoSTGlzdEFnZW50c1Jlc3BvbnNlEiAKBmFnZW50cxgBIAMoCzIQLmthaXJvcy52MS5BZ2VudCqrAQoISm9iU3RhdGUSGQoVSk9CX1NUQVRFX1VOU1BFQ0lGSUVEEAASEQoNSk9CX1NUQVRFX0RVRRABEhUKEUpPQl9TVEFURV9DTEFJTUVEEAISFwoTSk9CX1NUQVRFX0NPTVBMRVRFRBADEhIKDkpPQl9TVEFURV9ERUFEEAQSFAoQSk9CX1NUQVRFX1BBVVNFRBAFEhcKE0pPQl9TVEFURV9DQU5DRUxMRUQQBipmCg1NaXNmaXJlUG9saWN5Eh4KGk1JU0ZJUkVfUE9MSUNZX1VOU1BFQ0lGSUVEEAASHAoYTUlTRklSRV9QT0xJQ1lfRklSRV9PTkNFEAESFwoTTUlTRklSRV9QT0xJQ1lfU0tJUBACKuMBCgpSdW5PdXRjb21lEhsKF1JVTl9PVVRDT01FX1VOU1BFQ0lGSUVEEAASFwoTUlVOX09VVENPTUVfUlVOTklORxABEhkKFVJVTl9PVVRDT01FX1NVQ0NFRURFRBACEhYKElJVTl9PVVRDT01FX0ZBSUxFRBADEhkKFVJVTl9PVVRDT01FX1RJTUVEX09VVBAEEh0KGVJVTl9PVVRDT01FX0xFQVNFX0VYUElSRUQQBRIZChVSVU5fT1VUQ09NRV9DQU5DRUxMRUQQBhIXChNSVU5fT1VUQ09NRV9TS0lQUEVEEAcqXgoLRWRpdEFwcGxpZXMSHAoYRURJVF9BUFBMSUVTX1VOU1BFQ0lGSUVEEAASFAoQRURJVF9BUFBMSUVTX05PVxABEhsKF0VESVRfQVBQTElFU19ORVhUX0NMQUlNEAIqeQoHRHN0TWFyaxIYChREU1RfTUFSS19VTlNQRUNJRklFRBAAEhgKFERTVF9NQVJLX0dBUF9TSElGVEVEEAESGwoXRFNUX01BUktfUkVQRUFURURfRklSU1QQAhIdChlEU1RfTUFSS19SRVBFQVRFRF9FTEFQU0VEEAMywAcKCkpvYlNlcnZpY2USRgoJQ3JlYXRlSm9iEhsua2Fpcm9zLnYxLkNyZWF0ZUpvYlJlcXVlc3QaHC5rYWlyb3MudjEuQ3JlYXRlSm9iUmVzcG9uc2USPQoGR2V0Sm9iEhgua2Fpcm9zLnYxLkdldEpvYlJlcXVlc3QaGS5rYWlyb3MudjEuR2V0Sm9iUmVzcG9uc2USQwoITGlzdEpvYnMSGi5rYWlyb3MudjEuTGlzdEpvYnNSZXF1ZXN0Ghsua2Fpcm9zLnYxLkxpc3RKb2JzUmVzcG9uc2USRgoJQ2FuY2VsSm9iEhsua2Fpcm9zLnYxLkNhbmNlbEpvYlJlcXVlc3QaHC5rYWlyb3MudjEuQ2FuY2VsSm9iUmVzcG9uc2USQwoIQWJvcnRSdW4SGi5rYWlyb3MudjEuQWJvcnRSdW5SZXF1ZXN0Ghsua2Fpcm9zLnYxLkFib3J0UnVuUmVzcG9uc2USQwoIUGF1c2VKb2ISGi5rYWlyb3MudjEuUGF1c2VKb2JSZXF1ZXN0Ghsua2Fpcm9zLnYxLlBhdXNlSm9iUmVzcG9uc2USRgoJUmVzdW1lSm9iEhsua2Fpcm9zLnYxLlJlc3VtZUpvYlJlcXVlc3QaHC5rYWlyb3MudjEuUmVzdW1lSm9iUmVzcG9uc2USSQoKVHJpZ2dlckpvYhIcLmthaXJvcy52MS5UcmlnZ2VySm9iUmVxdWVzdBodLmthaXJvcy52MS5UcmlnZ2VySm9iUmVzcG9uc2USQwoITGlzdFJ1bnMSGi5rYWlyb3MudjEuTGlzdFJ1bnNSZXF1ZXN0Ghsua2Fpcm9zLnYxLkxpc3RSdW5zUmVzcG9uc2USSQoKTGlzdEFnZW50cxIcLmthaXJvcy52MS5MaXN0QWdlbnRzUmVxdWVzdBodLmthaXJvcy52MS5MaXN0QWdlbnRzUmVzcG9uc2USRgoJVXBkYXRlSm9iEhsua2Fpcm9zLnYxLlVwZGF0ZUpvYlJlcXVlc3QaHC5rYWlyb3MudjEuVXBkYXRlSm9iUmVzcG9uc2USWAoPUHJldmlld1NjaGVkdWxlEiEua2Fpcm9zLnYxLlByZXZpZXdTY2hlZHVsZVJlcXVlc3QaIi5rYWlyb3MudjEuUHJldmlld1NjaGVkdWxlUmVzcG9uc2USTwoMTGlzdFVwY29taW5nEh4ua2Fpcm9zLnYxLkxpc3RVcGNvbWluZ1JlcXVlc3QaHy5rYWlyb3MudjEuTGlzdFVwY29taW5nUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A scheduled job as stored by the coordinator.
@@ -822,6 +822,135 @@ export const CancelJobResponseSchema: GenMessage<CancelJobResponse> = /*@__PURE_
   messageDesc(file_kairos_v1_jobs, 12);
 
 /**
+ * @generated from message kairos.v1.UpdateJobRequest
+ */
+export type UpdateJobRequest = Message<"kairos.v1.UpdateJobRequest"> & {
+  /**
+   * Required. Identifier of the job.
+   *
+   * @generated from field: string job_id = 1;
+   */
+  jobId: string;
+
+  /**
+   * Apply only if the job is at this version (Job.version); 0: whatever it is.
+   *
+   * @generated from field: uint32 expected_version = 2;
+   */
+  expectedVersion: number;
+
+  /**
+   * Make (or keep) the job recurring on this schedule (cron, 5 or 6 fields).
+   *
+   * @generated from field: optional string schedule = 3;
+   */
+  schedule?: string | undefined;
+
+  /**
+   * The schedule's zone; alone, it re-reads the current schedule in it.
+   *
+   * @generated from field: optional string timezone = 4;
+   */
+  timezone?: string | undefined;
+
+  /**
+   * Make (or keep) the job one-off at this instant.
+   *
+   * @generated from field: google.protobuf.Timestamp run_at = 5;
+   */
+  runAt?: Timestamp | undefined;
+
+  /**
+   * The new payload (replaces the old one).
+   *
+   * @generated from field: google.protobuf.Struct payload = 6;
+   */
+  payload?: JsonObject | undefined;
+
+  /**
+   * The new name; empty clears it.
+   *
+   * @generated from field: optional string name = 7;
+   */
+  name?: string | undefined;
+
+  /**
+   * Attempts per occurrence, 1 to 100.
+   *
+   * @generated from field: optional uint32 max_attempts = 8;
+   */
+  maxAttempts?: number | undefined;
+
+  /**
+   * Run time limit in seconds; 0 removes it.
+   *
+   * @generated from field: optional uint32 timeout_seconds = 9;
+   */
+  timeoutSeconds?: number | undefined;
+
+  /**
+   * UNSPECIFIED: unchanged.
+   *
+   * @generated from field: kairos.v1.MisfirePolicy misfire_policy = 10;
+   */
+  misfirePolicy: MisfirePolicy;
+
+  /**
+   * Replaces the retry policy (unset fields: the coordinator's defaults).
+   *
+   * @generated from field: kairos.v1.RetryPolicy retry = 11;
+   */
+  retry?: RetryPolicy | undefined;
+
+  /**
+   * Start jitter of a recurring job, 0 to 3600000 ms.
+   *
+   * @generated from field: optional uint32 jitter_ms = 12;
+   */
+  jitterMs?: number | undefined;
+
+  /**
+   * Pause a recurring job when an occurrence exhausts its attempts.
+   *
+   * @generated from field: optional bool pause_on_failure = 13;
+   */
+  pauseOnFailure?: boolean | undefined;
+};
+
+/**
+ * Describes the message kairos.v1.UpdateJobRequest.
+ * Use `create(UpdateJobRequestSchema)` to create a new message.
+ */
+export const UpdateJobRequestSchema: GenMessage<UpdateJobRequest> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 13);
+
+/**
+ * @generated from message kairos.v1.UpdateJobResponse
+ */
+export type UpdateJobResponse = Message<"kairos.v1.UpdateJobResponse"> & {
+  /**
+   * The job after the edit.
+   *
+   * @generated from field: kairos.v1.Job job = 1;
+   */
+  job?: Job | undefined;
+
+  /**
+   * When the change takes effect.
+   *
+   * @generated from field: kairos.v1.EditApplies applies = 2;
+   */
+  applies: EditApplies;
+};
+
+/**
+ * Describes the message kairos.v1.UpdateJobResponse.
+ * Use `create(UpdateJobResponseSchema)` to create a new message.
+ */
+export const UpdateJobResponseSchema: GenMessage<UpdateJobResponse> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 14);
+
+/**
  * @generated from message kairos.v1.AbortRunRequest
  */
 export type AbortRunRequest = Message<"kairos.v1.AbortRunRequest"> & {
@@ -847,7 +976,7 @@ export type AbortRunRequest = Message<"kairos.v1.AbortRunRequest"> & {
  * Use `create(AbortRunRequestSchema)` to create a new message.
  */
 export const AbortRunRequestSchema: GenMessage<AbortRunRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 13);
+  messageDesc(file_kairos_v1_jobs, 15);
 
 /**
  * @generated from message kairos.v1.AbortRunResponse
@@ -894,7 +1023,7 @@ export type AbortRunResponse = Message<"kairos.v1.AbortRunResponse"> & {
  * Use `create(AbortRunResponseSchema)` to create a new message.
  */
 export const AbortRunResponseSchema: GenMessage<AbortRunResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 14);
+  messageDesc(file_kairos_v1_jobs, 16);
 
 /**
  * @generated from message kairos.v1.PreviewScheduleRequest
@@ -934,7 +1063,7 @@ export type PreviewScheduleRequest = Message<"kairos.v1.PreviewScheduleRequest">
  * Use `create(PreviewScheduleRequestSchema)` to create a new message.
  */
 export const PreviewScheduleRequestSchema: GenMessage<PreviewScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 15);
+  messageDesc(file_kairos_v1_jobs, 17);
 
 /**
  * @generated from message kairos.v1.PreviewScheduleResponse
@@ -967,7 +1096,7 @@ export type PreviewScheduleResponse = Message<"kairos.v1.PreviewScheduleResponse
  * Use `create(PreviewScheduleResponseSchema)` to create a new message.
  */
 export const PreviewScheduleResponseSchema: GenMessage<PreviewScheduleResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 16);
+  messageDesc(file_kairos_v1_jobs, 18);
 
 /**
  * @generated from message kairos.v1.ListUpcomingRequest
@@ -993,7 +1122,7 @@ export type ListUpcomingRequest = Message<"kairos.v1.ListUpcomingRequest"> & {
  * Use `create(ListUpcomingRequestSchema)` to create a new message.
  */
 export const ListUpcomingRequestSchema: GenMessage<ListUpcomingRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 17);
+  messageDesc(file_kairos_v1_jobs, 19);
 
 /**
  * @generated from message kairos.v1.ListUpcomingResponse
@@ -1033,7 +1162,7 @@ export type ListUpcomingResponse = Message<"kairos.v1.ListUpcomingResponse"> & {
  * Use `create(ListUpcomingResponseSchema)` to create a new message.
  */
 export const ListUpcomingResponseSchema: GenMessage<ListUpcomingResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 18);
+  messageDesc(file_kairos_v1_jobs, 20);
 
 /**
  * One occurrence of a schedule.
@@ -1083,7 +1212,7 @@ export type Occurrence = Message<"kairos.v1.Occurrence"> & {
  * Use `create(OccurrenceSchema)` to create a new message.
  */
 export const OccurrenceSchema: GenMessage<Occurrence> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 19);
+  messageDesc(file_kairos_v1_jobs, 21);
 
 /**
  * @generated from message kairos.v1.PauseJobRequest
@@ -1102,7 +1231,7 @@ export type PauseJobRequest = Message<"kairos.v1.PauseJobRequest"> & {
  * Use `create(PauseJobRequestSchema)` to create a new message.
  */
 export const PauseJobRequestSchema: GenMessage<PauseJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 20);
+  messageDesc(file_kairos_v1_jobs, 22);
 
 /**
  * @generated from message kairos.v1.PauseJobResponse
@@ -1121,7 +1250,7 @@ export type PauseJobResponse = Message<"kairos.v1.PauseJobResponse"> & {
  * Use `create(PauseJobResponseSchema)` to create a new message.
  */
 export const PauseJobResponseSchema: GenMessage<PauseJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 21);
+  messageDesc(file_kairos_v1_jobs, 23);
 
 /**
  * @generated from message kairos.v1.ResumeJobRequest
@@ -1140,7 +1269,7 @@ export type ResumeJobRequest = Message<"kairos.v1.ResumeJobRequest"> & {
  * Use `create(ResumeJobRequestSchema)` to create a new message.
  */
 export const ResumeJobRequestSchema: GenMessage<ResumeJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 22);
+  messageDesc(file_kairos_v1_jobs, 24);
 
 /**
  * @generated from message kairos.v1.ResumeJobResponse
@@ -1159,7 +1288,7 @@ export type ResumeJobResponse = Message<"kairos.v1.ResumeJobResponse"> & {
  * Use `create(ResumeJobResponseSchema)` to create a new message.
  */
 export const ResumeJobResponseSchema: GenMessage<ResumeJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 23);
+  messageDesc(file_kairos_v1_jobs, 25);
 
 /**
  * @generated from message kairos.v1.TriggerJobRequest
@@ -1178,7 +1307,7 @@ export type TriggerJobRequest = Message<"kairos.v1.TriggerJobRequest"> & {
  * Use `create(TriggerJobRequestSchema)` to create a new message.
  */
 export const TriggerJobRequestSchema: GenMessage<TriggerJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 24);
+  messageDesc(file_kairos_v1_jobs, 26);
 
 /**
  * @generated from message kairos.v1.TriggerJobResponse
@@ -1197,7 +1326,7 @@ export type TriggerJobResponse = Message<"kairos.v1.TriggerJobResponse"> & {
  * Use `create(TriggerJobResponseSchema)` to create a new message.
  */
 export const TriggerJobResponseSchema: GenMessage<TriggerJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 25);
+  messageDesc(file_kairos_v1_jobs, 27);
 
 /**
  * @generated from message kairos.v1.ListRunsRequest
@@ -1232,7 +1361,7 @@ export type ListRunsRequest = Message<"kairos.v1.ListRunsRequest"> & {
  * Use `create(ListRunsRequestSchema)` to create a new message.
  */
 export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 26);
+  messageDesc(file_kairos_v1_jobs, 28);
 
 /**
  * @generated from message kairos.v1.ListRunsResponse
@@ -1258,7 +1387,7 @@ export type ListRunsResponse = Message<"kairos.v1.ListRunsResponse"> & {
  * Use `create(ListRunsResponseSchema)` to create a new message.
  */
 export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 27);
+  messageDesc(file_kairos_v1_jobs, 29);
 
 /**
  * @generated from message kairos.v1.ListAgentsRequest
@@ -1271,7 +1400,7 @@ export type ListAgentsRequest = Message<"kairos.v1.ListAgentsRequest"> & {
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 28);
+  messageDesc(file_kairos_v1_jobs, 30);
 
 /**
  * @generated from message kairos.v1.ListAgentsResponse
@@ -1290,7 +1419,7 @@ export type ListAgentsResponse = Message<"kairos.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 29);
+  messageDesc(file_kairos_v1_jobs, 31);
 
 /**
  * Lifecycle state of a job.
@@ -1473,6 +1602,41 @@ export const RunOutcomeSchema: GenEnum<RunOutcome> = /*@__PURE__*/
   enumDesc(file_kairos_v1_jobs, 2);
 
 /**
+ * When an edit takes effect.
+ *
+ * @generated from enum kairos.v1.EditApplies
+ */
+export enum EditApplies {
+  /**
+   * Not sent.
+   *
+   * @generated from enum value: EDIT_APPLIES_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * At once: the job was not running.
+   *
+   * @generated from enum value: EDIT_APPLIES_NOW = 1;
+   */
+  NOW = 1,
+
+  /**
+   * The job is running as it was claimed; the edit applies from its next
+   * claim (and a schedule change from the time of the edit).
+   *
+   * @generated from enum value: EDIT_APPLIES_NEXT_CLAIM = 2;
+   */
+  NEXT_CLAIM = 2,
+}
+
+/**
+ * Describes the enum kairos.v1.EditApplies.
+ */
+export const EditAppliesSchema: GenEnum<EditApplies> = /*@__PURE__*/
+  enumDesc(file_kairos_v1_jobs, 3);
+
+/**
  * What daylight saving time did to an occurrence (docs/api.md, "Time zones
  * and DST").
  *
@@ -1515,7 +1679,7 @@ export enum DstMark {
  * Describes the enum kairos.v1.DstMark.
  */
 export const DstMarkSchema: GenEnum<DstMark> = /*@__PURE__*/
-  enumDesc(file_kairos_v1_jobs, 3);
+  enumDesc(file_kairos_v1_jobs, 4);
 
 /**
  * JobService manages jobs and reads their run history.
@@ -1669,6 +1833,25 @@ export const JobService: GenService<{
     methodKind: "unary";
     input: typeof ListAgentsRequestSchema;
     output: typeof ListAgentsResponseSchema;
+  },
+  /**
+   * Changes a job in place; its history stays on the same id. Only the fields
+   * set in the request change. A DUE or PAUSED job whose timing changed
+   * (schedule, timezone, run_at) is rescheduled from now; a CLAIMED job keeps
+   * running as claimed and the change applies from its next claim
+   * (applies = EDIT_APPLIES_NEXT_CLAIM), a schedule change planning its next
+   * occurrence from the time of the edit. With expected_version, the edit
+   * applies only if the job is still at that version: ABORTED otherwise (REST:
+   * If-Match, 412). INVALID_ARGUMENT names a bad field; FAILED_PRECONDITION
+   * when the change cannot apply to the job as it is (e.g. run_at of a
+   * running job).
+   *
+   * @generated from rpc kairos.v1.JobService.UpdateJob
+   */
+  updateJob: {
+    methodKind: "unary";
+    input: typeof UpdateJobRequestSchema;
+    output: typeof UpdateJobResponseSchema;
   },
   /**
    * The next occurrences of a cron schedule, without creating a job: as
