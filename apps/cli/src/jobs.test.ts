@@ -316,9 +316,9 @@ describe('kairos jobs / runs / agents against a JobService on loopback', () => {
     expect(server.lastRequest('listRuns')).toMatchObject({ jobId: 'job-1', limit: 2 });
     expect(result.stdout).toBe(
       [
-        'RUN  ATTEMPT  OUTCOME  SCHEDULED FOR         STARTED               FINISHED              WORKER   FENCE  ERROR',
-        '41   1        FAILED   2030-01-01T02:00:00Z  2030-01-01T02:00:01Z  2030-01-01T02:00:03Z  agent-a  7      HTTP 503',
-        '42   2        RUNNING  2030-01-01T02:00:00Z  2030-01-01T02:00:10Z  -                     agent-b  8      -',
+        'RUN  ATTEMPT  OUTCOME  SCHEDULED FOR         STARTED               FINISHED              WORKER   FENCE  REASON              ERROR',
+        '41   1        FAILED   2030-01-01T02:00:00Z  2030-01-01T02:00:01Z  2030-01-01T02:00:03Z  agent-a  7      -                   HTTP 503',
+        '42   2        RUNNING  2030-01-01T02:00:00Z  2030-01-01T02:00:10Z  -                     agent-b  8      overlap:buffer-one  -',
         '',
       ].join('\n'),
     );

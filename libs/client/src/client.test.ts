@@ -91,6 +91,8 @@ describe('createKairosClient against a JobService on loopback', () => {
       pauseOnFailure: true,
       pausedReason: null,
       version: 4,
+      overlapPolicy: 'skip',
+      catchupWindowMs: null,
       createdAt: new Date('2030-01-01T00:00:00Z'),
       updatedAt: new Date('2030-01-01T00:00:05Z'),
     });
@@ -199,6 +201,7 @@ describe('createKairosClient against a JobService on loopback', () => {
         workerId: 'agent-a',
         error: 'HTTP 503',
         abortedBy: null,
+        reason: null,
       },
       {
         runId: '42',
@@ -212,6 +215,7 @@ describe('createKairosClient against a JobService on loopback', () => {
         workerId: 'agent-b',
         error: null,
         abortedBy: null,
+        reason: 'overlap:buffer-one',
       },
     ]);
   });

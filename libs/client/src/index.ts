@@ -15,6 +15,8 @@ export { KairosError, KairosErrorCode, FIELD_METADATA_KEY, type KairosErrorOptio
 export {
   JOB_STATES,
   MISFIRE_POLICIES,
+  OVERLAP_POLICIES,
+  type OverlapPolicy,
   type AbortedRun,
   type AbortRunOptions,
   type CreateJobInput,

@@ -15,6 +15,7 @@ import {
   type RetryPolicySchema,
   JobState as WireJobState,
   MisfirePolicy as WireMisfirePolicy,
+  OverlapPolicy as WireOverlapPolicy,
   type CreateJobRequest,
   type Job as WireJob,
 } from '@kairos/proto';
@@ -33,10 +34,15 @@ export type JobState = 'DUE' | 'CLAIMED' | 'COMPLETED' | 'DEAD' | 'PAUSED' | 'CA
 /** The states a listing can be filtered by. */
 export const JOB_STATES = ['DUE', 'CLAIMED', 'COMPLETED', 'DEAD', 'PAUSED', 'CANCELLED'] as const satisfies readonly JobState[];
 
-/** What happens to missed occurrences of a recurring job: run once late, or skip (recorded). */
-export type MisfirePolicy = 'fire-once' | 'skip';
+/** What happens to missed occurrences of a recurring job: run once late, skip (recorded), or run every one in order. */
+export type MisfirePolicy = 'fire-once' | 'skip' | 'catch-up';
 
-export const MISFIRE_POLICIES = ['fire-once', 'skip'] as const satisfies readonly MisfirePolicy[];
+export const MISFIRE_POLICIES = ['fire-once', 'skip', 'catch-up'] as const satisfies readonly MisfirePolicy[];
+
+/** What happens to occurrences that come due while the job's previous run still runs. */
+export type OverlapPolicy = 'skip' | 'buffer-one' | 'buffer-all' | 'cancel-other';
+
+export const OVERLAP_POLICIES = ['skip', 'buffer-one', 'buffer-all', 'cancel-other'] as const satisfies readonly OverlapPolicy[];
 
 /** Fields of a new job that do not depend on when it runs. */
 interface CreateJobCommon {
@@ -87,7 +93,15 @@ export interface RetryPolicy {
  */
 export type CreateJobInput = CreateJobCommon &
   (
-    | { runAt: Date | string; schedule?: undefined; timezone?: undefined; jitterMs?: undefined; pauseOnFailure?: undefined }
+    | {
+        runAt: Date | string;
+        schedule?: undefined;
+        timezone?: undefined;
+        jitterMs?: undefined;
+        pauseOnFailure?: undefined;
+        overlapPolicy?: undefined;
+        catchupWindowMs?: undefined;
+      }
     | {
         schedule: string;
         timezone?: string;
@@ -96,6 +110,10 @@ export type CreateJobInput = CreateJobCommon &
         jitterMs?: number;
         /** An occurrence that exhausts its attempts pauses the job instead of moving on. */
         pauseOnFailure?: boolean;
+        /** Occurrences that come due while the previous run still runs; server default `skip`. */
+        overlapPolicy?: OverlapPolicy;
+        /** misfirePolicy `catch-up`: skip missed occurrences older than this (ms). */
+        catchupWindowMs?: number;
       }
   );
 
@@ -141,6 +159,9 @@ export interface Job {
   pausedReason: string | null;
   /** Grows by one on every edit. */
   version: number;
+  overlapPolicy: OverlapPolicy;
+  /** misfirePolicy `catch-up`: missed occurrences older than this (ms) are skipped; null: no bound. */
+  catchupWindowMs: number | null;
   createdAt: Date | null;
   updatedAt: Date | null;
 }
@@ -164,6 +185,9 @@ export interface UpdateJobInput {
   retry?: RetryPolicyInput;
   jitterMs?: number;
   pauseOnFailure?: boolean;
+  overlapPolicy?: OverlapPolicy;
+  /** null removes the catch-up window. */
+  catchupWindowMs?: number | null;
 }
 
 export interface UpdateJobResult {
@@ -192,7 +216,31 @@ export function updateJobRequest(jobId: string, input: UpdateJobInput, expectedV
     ...(input.retry === undefined ? {} : { retry: retryRequest(input.retry) }),
     ...(input.jitterMs === undefined ? {} : { jitterMs: uint32(input.jitterMs, 'jitterMs') }),
     ...(input.pauseOnFailure === undefined ? {} : { pauseOnFailure: input.pauseOnFailure === true }),
+    overlapPolicy: overlapToWire(input.overlapPolicy),
+    ...(input.catchupWindowMs === undefined ? {} : { catchupWindowMs: windowToWire(input.catchupWindowMs ?? 0) }),
   };
+}
+
+const OVERLAP_TO_WIRE: Record<OverlapPolicy, WireOverlapPolicy> = {
+  skip: WireOverlapPolicy.SKIP,
+  'buffer-one': WireOverlapPolicy.BUFFER_ONE,
+  'buffer-all': WireOverlapPolicy.BUFFER_ALL,
+  'cancel-other': WireOverlapPolicy.CANCEL_OTHER,
+};
+
+const OVERLAP_FROM_WIRE: Record<number, OverlapPolicy | undefined> = Object.fromEntries(
+  Object.entries(OVERLAP_TO_WIRE).map(([name, wire]) => [wire, name as OverlapPolicy]),
+);
+
+function overlapToWire(policy: OverlapPolicy | undefined): WireOverlapPolicy {
+  if (policy === undefined) return WireOverlapPolicy.UNSPECIFIED;
+  if (!Object.hasOwn(OVERLAP_TO_WIRE, policy)) throw invalid('overlapPolicy', `overlapPolicy must be one of ${OVERLAP_POLICIES.join(', ')}`);
+  return OVERLAP_TO_WIRE[policy];
+}
+
+function windowToWire(ms: number): bigint {
+  if (!Number.isSafeInteger(ms) || ms < 0) throw invalid('catchupWindowMs', `catchupWindowMs must be a whole number of milliseconds, got ${ms}`);
+  return BigInt(ms);
 }
 
 /** What abortRun answers: the run being stopped (it ends CANCELLED once the agent confirms; follow it in listRuns). */
@@ -244,6 +292,7 @@ const STATE_FROM_WIRE: Record<number, JobState | undefined> = Object.fromEntries
 const MISFIRE_TO_WIRE: Record<MisfirePolicy, WireMisfirePolicy> = {
   'fire-once': WireMisfirePolicy.FIRE_ONCE,
   skip: WireMisfirePolicy.SKIP,
+  'catch-up': WireMisfirePolicy.CATCH_UP,
 };
 
 /** The CreateJob request for an input; throws `invalid-argument` naming the bad field. */
@@ -273,6 +322,8 @@ export function createJobRequest(input: CreateJobInput): CreateJobRequest {
     ...(input.retry === undefined ? {} : { retry: retryRequest(input.retry) }),
     jitterMs: uint32(input.jitterMs, 'jitterMs'),
     pauseOnFailure: input.pauseOnFailure === true,
+    overlapPolicy: overlapToWire(input.overlapPolicy),
+    catchupWindowMs: windowToWire(input.catchupWindowMs ?? 0),
   });
 }
 
@@ -323,8 +374,10 @@ export function jobFromWire(job: WireJob): Job {
     attempt: job.attempt,
     maxAttempts: job.maxAttempts,
     timeoutSeconds: job.timeoutSeconds,
-    // The server never returns UNSPECIFIED; if it did, the default applies.
-    misfirePolicy: job.misfirePolicy === WireMisfirePolicy.SKIP ? 'skip' : 'fire-once',
+    // The server never returns UNSPECIFIED; if it did (or a newer value), the default applies.
+    misfirePolicy: job.misfirePolicy === WireMisfirePolicy.SKIP ? 'skip' : job.misfirePolicy === WireMisfirePolicy.CATCH_UP ? 'catch-up' : 'fire-once',
+    overlapPolicy: OVERLAP_FROM_WIRE[job.overlapPolicy] ?? 'skip',
+    catchupWindowMs: job.catchupWindowMs === 0n ? null : Number(job.catchupWindowMs),
     idempotencyKey: textOrNull(job.idempotencyKey),
     leaseGeneration: counter(job.leaseGeneration),
     retry: {

@@ -39,6 +39,8 @@ export interface Run {
   error: string | null;
   /** Who aborted the run (abortRun): a token's name and id; null when nobody did. */
   abortedBy: string | null;
+  /** The policy that decided this run or skip (`misfire:catch-up`, `overlap:skip`, `backfill`, ...); null for a run on time. */
+  reason: string | null;
 }
 
 export interface ListRunsOptions {
@@ -77,5 +79,6 @@ export function runFromWire(run: WireRun): Run {
     workerId: textOrNull(run.workerId),
     error: textOrNull(run.error),
     abortedBy: textOrNull(run.abortedBy),
+    reason: textOrNull(run.reason),
   };
 }

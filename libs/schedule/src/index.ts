@@ -10,5 +10,16 @@ export { parseRunAt } from './run-at';
 export { parseCron, type CronSchedule } from './cron-schedule';
 export { firstOccurrence, nextOccurrence } from './occurrences';
 export { planAfterOccurrence, type OccurrencePlan } from './occurrence-plan';
+export {
+  continueStretch,
+  isOverlapPolicy,
+  OVERLAP_POLICIES,
+  planNextRun,
+  type OverlapPolicy,
+  type PlanReason,
+  type RunPlan,
+  type RunPlanInput,
+  type SkippedStretch,
+} from './run-plan';
 export { jittered, retryBackoffMs, stableFraction } from './retry-backoff';
 export { previewOccurrences, MAX_PREVIEW_COUNT, type DstMark, type PreviewedOccurrence } from './preview';

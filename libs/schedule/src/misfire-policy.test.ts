@@ -21,19 +21,19 @@ describe('parseMisfirePolicy', () => {
   });
 
   it('lists exactly the two policies', () => {
-    expect(MISFIRE_POLICIES).toEqual(['fire-once', 'skip']);
+    expect(MISFIRE_POLICIES).toEqual(['fire-once', 'skip', 'catch-up']);
   });
 
   it.each([['SKIP'], ['fire_once'], [''], [null], [1], [['skip']], [{}]])('rejects %p naming the field', (value) => {
     const error = rejection(() => parseMisfirePolicy(value));
     expect(error.field).toBe('misfirePolicy');
-    expect(error.message).toMatch(/^misfirePolicy must be "fire-once" or "skip"; got /);
+    expect(error.message).toMatch(/^misfirePolicy must be "fire-once", "skip", "catch-up"; got /);
   });
 
   it('uses the field name it is given', () => {
     const error = rejection(() => parseMisfirePolicy('later', 'policy'));
     expect(error.field).toBe('policy');
-    expect(error.message).toBe('policy must be "fire-once" or "skip"; got "later"');
+    expect(error.message).toBe('policy must be "fire-once", "skip", "catch-up"; got "later"');
   });
 });
 

@@ -6,13 +6,18 @@
  *   the earlier ones are recorded as skipped.
  * - 'skip': run none of them; resume at the first occurrence after now and
  *   record every missed one as skipped.
+ * - 'catch-up': run every missed occurrence, in order, oldest first, except
+ *   those older than the job's catch-up window (skipped).
+ *
+ * Occurrences that came due while the job's own previous run was still
+ * running are the overlap policy's (run-plan.ts), not the misfire policy's.
  */
 import { describeValue } from './describe-value';
 import { ScheduleValidationError } from './schedule-validation-error';
 
-export type MisfirePolicy = 'fire-once' | 'skip';
+export type MisfirePolicy = 'fire-once' | 'skip' | 'catch-up';
 
-export const MISFIRE_POLICIES: readonly MisfirePolicy[] = Object.freeze(['fire-once', 'skip'] as const);
+export const MISFIRE_POLICIES: readonly MisfirePolicy[] = Object.freeze(['fire-once', 'skip', 'catch-up'] as const);
 
 const DEFAULT_MISFIRE_POLICY: MisfirePolicy = 'fire-once';
 
@@ -24,6 +29,6 @@ function isMisfirePolicy(value: unknown): value is MisfirePolicy {
 export function parseMisfirePolicy(value: unknown, field = 'misfirePolicy'): MisfirePolicy {
   if (value === undefined) return DEFAULT_MISFIRE_POLICY;
   if (isMisfirePolicy(value)) return value;
-  const allowed = MISFIRE_POLICIES.map((policy) => `"${policy}"`).join(' or ');
+  const allowed = MISFIRE_POLICIES.map((policy) => `"${policy}"`).join(', ');
   throw new ScheduleValidationError(field, `${field} must be ${allowed}; got ${describeValue(value)}`);
 }

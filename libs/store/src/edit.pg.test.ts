@@ -78,13 +78,14 @@ describe('editing a job', () => {
     const edited = await store.lease.edit('default', id, { schedule: parseCron('* * * * *'), payload: { v: 2 } }, { now: at(T0, 1_800_000) });
     expect(edited).toMatchObject({ kind: 'updated', appliesFrom: 'next-claim' });
     expect(await job(id)).toMatchObject({ state: 'CLAIMED', occurrence_at: T0, rescheduled_at: at(T0, 1_800_000) });
+    await db.pool.query('UPDATE runs SET started_at = $1 WHERE job_id = $2', [T0, id]);
     await store.lease.complete([{ ...HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(T0, 2_700_000));
-    // fire-once: the newest missed minute runs once now; the 14 before it (from 00:30 on, not from 00:01) are SKIPPED.
+    // The minutes that came due while it ran count from the edit (00:30), not from 00:01: 16 SKIPPED (overlap skip).
     const after = await job(id);
-    expect(after).toMatchObject({ state: 'DUE', occurrence_at: at(T0, 2_700_000), rescheduled_at: null });
+    expect(after).toMatchObject({ state: 'DUE', occurrence_at: at(T0, 2_760_000), rescheduled_at: null });
     const skipped = (await runsOf(id)).filter((run) => run.outcome === 'SKIPPED');
-    expect(skipped).toHaveLength(15);
-    expect(skipped[0].scheduled_for).toEqual(at(T0, 1_800_000));
+    expect(skipped).toHaveLength(16);
+    expect(skipped[0]).toMatchObject({ scheduled_for: at(T0, 1_800_000), reason: 'overlap:skip' });
   });
 
   it("refuses a running job's runAt, and one-off-only or recurring-only fields on the wrong kind", async () => {

@@ -7,7 +7,7 @@
  */
 import { and, asc, count, eq, gt, lte, min, sql, type SQL } from 'drizzle-orm';
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
-import { firstOccurrence, type CronSchedule, type MisfirePolicy } from '@kairos/schedule';
+import { firstOccurrence, type CronSchedule, type MisfirePolicy, type OverlapPolicy } from '@kairos/schedule';
 import { v7 as uuidv7 } from 'uuid';
 import { isJobId } from './lease';
 import { storeCall } from './pg-errors';
@@ -50,6 +50,9 @@ export interface JobRecord {
   pausedReason: string | null;
   /** Grows by one on every edit: the ETag. */
   version: number;
+  overlapPolicy: OverlapPolicy;
+  /** catch-up: missed occurrences older than this are skipped; null: no bound. */
+  catchupWindowMs: number | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -72,6 +75,8 @@ export interface NewJob {
   retry?: JobRetry;
   startJitterMs?: number;
   pauseOnFailure?: boolean;
+  overlapPolicy?: OverlapPolicy;
+  catchupWindowMs?: number | null;
 }
 
 export type CreateResult =
@@ -210,6 +215,8 @@ async function create(db: NodePgDatabase, input: NewJob, now?: Date): Promise<Cr
       retryJitter: retry.jitter,
       startJitterMs,
       pauseOnFailure: input.pauseOnFailure ?? false,
+      overlapPolicy: input.overlapPolicy ?? 'skip',
+      catchupWindowMs: input.catchupWindowMs ?? null,
       timeoutMs: input.timeoutMs ?? null,
       misfirePolicy: input.misfirePolicy,
       idempotencyKey: input.idempotencyKey ?? null,
@@ -273,6 +280,8 @@ function toJobRecord(row: JobRow): JobRecord {
     pauseOnFailure: row.pauseOnFailure,
     pausedReason: row.pausedReason,
     version: row.version,
+    overlapPolicy: row.overlapPolicy,
+    catchupWindowMs: row.catchupWindowMs,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
   };

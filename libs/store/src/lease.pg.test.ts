@@ -285,26 +285,52 @@ describe('lease statements', () => {
       });
     });
 
-    it('records occurrences missed by a run longer than its interval (fire-once: one late run, the rest SKIPPED)', async () => {
+    it('a run longer than its interval: what came due meanwhile follows the overlap policy (skip by default, buffer-one)', async () => {
       const occurrence = new Date('2030-01-01T10:00:00.000Z');
-      const id = await insertJob(db.pool, {
-        state: 'CLAIMED',
-        schedule: '* * * * *',
-        occurrenceAt: occurrence,
-        leaseGeneration: 1,
-      });
-      // Ran 3.5 minutes: 10:01, 10:02 and 10:03 passed meanwhile.
-      await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 210_000));
-      expect(await job(id)).toMatchObject({
+      const fixture = { state: 'CLAIMED', schedule: '* * * * *', occurrenceAt: occurrence, leaseGeneration: 1 } as const;
+      const skipping = await insertJob(db.pool, fixture);
+      const buffering = await insertJob(db.pool, fixture);
+      await db.pool.query("UPDATE jobs SET overlap_policy = 'buffer-one' WHERE id = $1", [buffering]);
+      await db.pool.query('UPDATE runs SET started_at = $1', [occurrence]);
+      // Ran 3.5 minutes: 10:01, 10:02 and 10:03 came due meanwhile.
+      await store.lease.complete(
+        [skipping, buffering].map((jobId) => ({ ...FIXTURE_HOLDER, jobId, leaseGeneration: 1, outcome: 'SUCCEEDED' as const })),
+        at(occurrence, 210_000),
+      );
+      expect(await job(skipping)).toMatchObject({ state: 'DUE', occurrence_at: new Date('2030-01-01T10:04:00.000Z'), next_reason: null });
+      const skipped = await runsOf(skipping);
+      expect(skipped.map((r) => [r.outcome, r.scheduled_for.toISOString(), r.reason])).toEqual([
+        ['SUCCEEDED', '2030-01-01T10:00:00.000Z', null],
+        ['SKIPPED', '2030-01-01T10:01:00.000Z', 'overlap:skip'],
+        ['SKIPPED', '2030-01-01T10:02:00.000Z', 'overlap:skip'],
+        ['SKIPPED', '2030-01-01T10:03:00.000Z', 'overlap:skip'],
+      ]);
+      expect(skipped[1].error).toContain('overlap policy skip');
+      // buffer-one: the first that came due runs at once (late), the others are skipped.
+      expect(await job(buffering)).toMatchObject({
         state: 'DUE',
-        occurrence_at: new Date('2030-01-01T10:03:00.000Z'),
-        next_run_at: new Date('2030-01-01T10:03:00.000Z'),
+        occurrence_at: new Date('2030-01-01T10:01:00.000Z'),
+        next_run_at: new Date('2030-01-01T10:01:00.000Z'),
+        next_reason: 'overlap:buffer-one',
       });
+      expect((await runsOf(buffering)).map((r) => [r.outcome, r.scheduled_for.toISOString(), r.reason])).toEqual([
+        ['SUCCEEDED', '2030-01-01T10:00:00.000Z', null],
+        ['SKIPPED', '2030-01-01T10:02:00.000Z', 'overlap:buffer-one'],
+        ['SKIPPED', '2030-01-01T10:03:00.000Z', 'overlap:buffer-one'],
+      ]);
+    });
+
+    it('a run claimed late (fire-once): the latest occurrence missed before it started runs once more, late', async () => {
+      const occurrence = new Date('2030-01-01T10:00:00.000Z');
+      const id = await insertJob(db.pool, { state: 'CLAIMED', schedule: '* * * * *', occurrenceAt: occurrence, leaseGeneration: 1 });
+      // Claimed at 10:02:30 (an outage), finished at 10:02:40: 10:01 and 10:02 were missed before it started.
+      await db.pool.query('UPDATE runs SET started_at = $1 WHERE job_id = $2', [at(occurrence, 150_000), id]);
+      await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 160_000));
+      expect(await job(id)).toMatchObject({ occurrence_at: new Date('2030-01-01T10:02:00.000Z'), next_reason: 'misfire:fire-once' });
       const runs = await runsOf(id);
-      expect(runs.map((r) => [r.outcome, r.scheduled_for.toISOString()])).toEqual([
-        ['SUCCEEDED', '2030-01-01T10:00:00.000Z'],
-        ['SKIPPED', '2030-01-01T10:01:00.000Z'],
-        ['SKIPPED', '2030-01-01T10:02:00.000Z'],
+      expect(runs.map((r) => [r.outcome, r.scheduled_for.toISOString(), r.reason])).toEqual([
+        ['SUCCEEDED', '2030-01-01T10:00:00.000Z', null],
+        ['SKIPPED', '2030-01-01T10:01:00.000Z', 'misfire:fire-once'],
       ]);
       expect(runs[1].error).toContain('fire-once');
     });

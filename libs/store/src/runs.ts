@@ -24,6 +24,8 @@ export interface RunRecord {
   error: string | null;
   /** Who aborted the run (POST /jobs/{id}/abort): a token's name and id; null when nobody did. */
   abortedBy: string | null;
+  /** The policy that decided this run or skip (`misfire:catch-up`, `overlap:skip`, ...); null for a run on time. */
+  reason: string | null;
 }
 
 export interface RunQueries {
@@ -68,5 +70,6 @@ async function listRuns(
     workerId: row.workerId,
     error: row.error,
     abortedBy: row.abortedBy,
+    reason: row.reason,
   }));
 }

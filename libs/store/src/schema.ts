@@ -18,7 +18,8 @@ export const runOutcome = pgEnum('kairos_run_outcome', [
   'CANCELLED',
   'SKIPPED',
 ]);
-export const misfirePolicy = pgEnum('kairos_misfire_policy', ['fire-once', 'skip']);
+export const misfirePolicy = pgEnum('kairos_misfire_policy', ['fire-once', 'skip', 'catch-up']);
+export const overlapPolicy = pgEnum('kairos_overlap_policy', ['skip', 'buffer-one', 'buffer-all', 'cancel-other']);
 
 const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 
@@ -62,6 +63,13 @@ export const jobs = pgTable('jobs', {
   version: integer('version').notNull().default(1),
   // When a CLAIMED job's schedule was edited (migration 0007); written by lease/edit.ts, read by the settlement.
   rescheduledAt: tstz('rescheduled_at'),
+  // Overlap and catch-up (migration 0008); run_through, decided_through and next_reason are the settlement's.
+  overlapPolicy: overlapPolicy('overlap_policy').notNull().default('skip'),
+  catchupWindowMs: bigint('catchup_window_ms', { mode: 'number' }),
+  runThrough: tstz('run_through'),
+  decidedThrough: tstz('decided_through'),
+  nextReason: text('next_reason'),
+  busySince: tstz('busy_since'),
 });
 
 export const runs = pgTable('runs', {
@@ -77,6 +85,7 @@ export const runs = pgTable('runs', {
   outcome: runOutcome('outcome').notNull(),
   error: text('error'),
   abortedBy: text('aborted_by'),
+  reason: text('reason'),
 });
 
 export const tokenRole = pgEnum('kairos_token_role', ['reader', 'writer', 'admin', 'agent']);

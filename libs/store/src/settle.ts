@@ -6,8 +6,11 @@
  * - success, one-off        -> COMPLETED
  * - success, recurring      -> DUE at the next occurrence computed from the
  *                              occurrence just served (never from finish time);
- *                              missed occurrences follow the misfire policy and
- *                              are returned to be recorded as SKIPPED runs
+ *                              occurrences missed before the run started follow
+ *                              the misfire policy, those that came due while it
+ *                              ran the overlap policy (@kairos/schedule
+ *                              run-plan.ts); the ones not run are returned to be
+ *                              recorded as SKIPPED runs, with their reason
  * - failure, attempts left  -> DUE again for the same occurrence after an
  *                              exponential backoff (a lost lease retries at once:
  *                              the lease already cost its duration)
@@ -31,7 +34,16 @@
  * `attempt` counts attempts spent on the current occurrence; a claim spends one,
  * so it is reset to 0 only when the job moves to a new occurrence.
  */
-import { jittered, planAfterOccurrence, retryBackoffMs, stableFraction, type MisfirePolicy } from '@kairos/schedule';
+import {
+  continueStretch,
+  jittered,
+  planNextRun,
+  retryBackoffMs,
+  stableFraction,
+  type MisfirePolicy,
+  type OverlapPolicy,
+  type SkippedStretch,
+} from '@kairos/schedule';
 
 /** How an attempt ended, as recorded on its run row. */
 export type AttemptOutcome = 'SUCCEEDED' | 'FAILED' | 'TIMED_OUT' | 'CANCELLED' | 'LEASE_EXPIRED';
@@ -56,6 +68,19 @@ export interface SettlingJob {
   pauseOnFailure: boolean;
   /** When the schedule was edited while this run was in progress: the next occurrence is planned from here. */
   rescheduledAt: Date | null;
+  overlapPolicy: OverlapPolicy;
+  /** catch-up: missed occurrences older than this are skipped. */
+  catchupWindowMs: number | null;
+  /** A planned stretch: keep serving every occurrence up to here, in order. */
+  runThrough: Date | null;
+  /** How far the last plan decided. */
+  decidedThrough: Date | null;
+  /** Why the run being settled ran (carried through a planned stretch). */
+  nextReason: string | null;
+  /** When the run being settled started (its claim); null when unknown. */
+  runStartedAt: Date | null;
+  /** Since when the job has been running planned runs back to back; null when this run was on time. */
+  busySince: Date | null;
 }
 
 /** A job's retry policy as stored: null fields take the coordinator's defaults. */
@@ -86,10 +111,13 @@ export interface Settlement {
   nextRunAt: Date | null;
   occurrenceAt: Date | null;
   attempt: number;
-  /** Occurrences that will not run, each to be recorded as a SKIPPED run. */
-  skipped: Date[];
-  /** How many occurrences were skipped in all (skipped lists at most a bounded number). */
-  skippedCount: number;
+  /** Occurrences that will not run, by the policy that decided, to be recorded as SKIPPED runs. */
+  skips: readonly SkippedStretch[];
+  /** The planned stretch and its reason (recurring jobs), written back to the job. */
+  runThrough: Date | null;
+  decidedThrough: Date | null;
+  nextReason: string | null;
+  busySince: Date | null;
 }
 
 export interface RetryPolicy {
@@ -132,8 +160,7 @@ export function settle(job: SettlingJob, outcome: AttemptOutcome, now: Date, ret
         nextRunAt: null,
         occurrenceAt: job.occurrenceAt,
         attempt: job.attempt,
-        skipped: [],
-        skippedCount: 0,
+        ...NO_PLAN,
       };
     }
     if (job.schedule === null) return finished('COMPLETED', job, aborted);
@@ -148,8 +175,12 @@ export function settle(job: SettlingJob, outcome: AttemptOutcome, now: Date, ret
       nextRunAt: new Date(now.getTime() + delayMs),
       occurrenceAt: job.occurrenceAt,
       attempt: job.attempt,
-      skipped: [],
-      skippedCount: 0,
+      // A retry serves the same occurrence: the plan it belongs to stands.
+      skips: [],
+      runThrough: job.runThrough,
+      decidedThrough: job.decidedThrough,
+      nextReason: job.nextReason,
+      busySince: job.busySince,
     };
   }
   if (job.schedule === null) return finished(succeeded ? 'COMPLETED' : 'DEAD', job, recorded);
@@ -163,26 +194,60 @@ export function settle(job: SettlingJob, outcome: AttemptOutcome, now: Date, ret
 
 type RunRecording = Pick<Settlement, 'runOutcome' | 'abortedBy'>;
 
+const NO_PLAN = { skips: [], runThrough: null, decidedThrough: null, nextReason: null, busySince: null } as const;
+
 function finished(state: 'COMPLETED' | 'DEAD', job: SettlingJob, run: RunRecording): Settlement {
-  return { state, ...run, pausedReason: null, nextRunAt: null, occurrenceAt: job.occurrenceAt, attempt: job.attempt, skipped: [], skippedCount: 0 };
+  return { state, ...run, pausedReason: null, nextRunAt: null, occurrenceAt: job.occurrenceAt, attempt: job.attempt, ...NO_PLAN };
 }
 
-/** A recurring job moves on to the occurrence after the one just served; missed ones follow the misfire policy. */
+/**
+ * A recurring job moves on: within a planned stretch, to the stretch's next
+ * occurrence; otherwise by a new plan (run-plan.ts) for what it missed.
+ */
 function nextOccurrence(job: SettlingJob, now: Date, run: RunRecording): Settlement {
-  // After an edit of the schedule, occurrences of the new schedule before the edit were never due.
-  const after =
-    job.rescheduledAt !== null && job.rescheduledAt.getTime() - 1 > job.occurrenceAt.getTime()
-      ? new Date(job.rescheduledAt.getTime() - 1)
-      : job.occurrenceAt;
-  const plan = planAfterOccurrence({ expression: job.schedule!, timezone: job.timezone }, after, now, job.misfirePolicy);
-  return {
+  const schedule = { expression: job.schedule!, timezone: job.timezone };
+  // A run planned late continues the busy stretch that began with the first run of the chain.
+  const busySince = job.busySince ?? job.runStartedAt ?? job.occurrenceAt;
+  const moveTo = (next: Date, fields: Pick<Settlement, 'skips' | 'runThrough' | 'decidedThrough' | 'nextReason' | 'busySince'>): Settlement => ({
     state: 'DUE',
     ...run,
     pausedReason: null,
-    nextRunAt: startOf(job.id, plan.next, job.startJitterMs),
-    occurrenceAt: plan.next,
+    nextRunAt: startOf(job.id, next, job.startJitterMs),
+    occurrenceAt: next,
     attempt: 0,
-    skipped: plan.skipped,
-    skippedCount: plan.skippedCount,
-  };
+    ...fields,
+  });
+  if (job.runThrough !== null && job.runThrough.getTime() > job.occurrenceAt.getTime()) {
+    const stretch = continueStretch(schedule, job.occurrenceAt, job.runThrough);
+    if (stretch !== null) {
+      return moveTo(stretch.next, {
+        skips: [],
+        runThrough: stretch.runThrough,
+        decidedThrough: job.decidedThrough,
+        nextReason: job.nextReason,
+        busySince,
+      });
+    }
+  }
+  // After an edit of the schedule, occurrences of the new schedule before the edit were never due.
+  const floors = [job.decidedThrough, job.rescheduledAt === null ? null : new Date(job.rescheduledAt.getTime() - 1)].filter(
+    (date): date is Date => date !== null,
+  );
+  const decidedThrough = floors.length === 0 ? null : new Date(Math.max(...floors.map((date) => date.getTime())));
+  const plan = planNextRun(schedule, {
+    served: job.occurrenceAt,
+    now,
+    runStartedAt: busySince,
+    misfire: job.misfirePolicy,
+    overlap: job.overlapPolicy,
+    catchupWindowMs: job.catchupWindowMs,
+    decidedThrough,
+  });
+  return moveTo(plan.next, {
+    skips: plan.skipped,
+    runThrough: plan.runThrough,
+    decidedThrough: plan.decidedThrough,
+    nextReason: plan.reason,
+    busySince: plan.reason === null ? null : busySince,
+  });
 }

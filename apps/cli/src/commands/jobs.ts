@@ -4,7 +4,9 @@
  */
 import {
   MISFIRE_POLICIES,
+  OVERLAP_POLICIES,
   type CreateJobInput,
+  type OverlapPolicy,
   type Job,
   type MisfirePolicy,
   type RetryPolicyInput,
@@ -35,6 +37,8 @@ interface CreateFlags {
   retryJitter?: number;
   jitterMs?: number;
   pauseOnFailure?: boolean;
+  overlapPolicy?: OverlapPolicy;
+  catchupWindowMs?: number;
 }
 
 interface EditFlags extends Omit<CreateFlags, 'task' | 'idempotencyKey' | 'pauseOnFailure'> {
@@ -66,7 +70,7 @@ export function registerJobCommands(program: Command, io: CliIo): Command {
     .option('--max-attempts <n>', 'attempts per occurrence (default 3)', wholeNumber(1))
     .option('--timeout-seconds <n>', 'abort an attempt after this long (default: no timeout)', wholeNumber(0))
     .addOption(
-      new Option('--misfire-policy <policy>', 'missed occurrences: run once late, or skip').choices(MISFIRE_POLICIES),
+      new Option('--misfire-policy <policy>', 'missed occurrences: run once late, skip, or catch up in order').choices(MISFIRE_POLICIES),
     )
     .option('--idempotency-key <key>', 'makes retrying this command safe')
     .option('--retry-initial-ms <ms>', 'delay after the first failed attempt (default: the coordinator\'s, 1000)', wholeNumber(0))
@@ -75,6 +79,12 @@ export function registerJobCommands(program: Command, io: CliIo): Command {
     .option('--retry-jitter <fraction>', 'take up to this fraction off each retry delay, 0 to 1 (default 0)', decimal)
     .option('--jitter-ms <ms>', 'recurring: start each occurrence up to this late, fixed per occurrence (at most 3600000)', wholeNumber(0))
     .option('--pause-on-failure', 'recurring: pause the job when an occurrence exhausts its attempts')
+    .addOption(
+      new Option('--overlap-policy <policy>', 'recurring: occurrences due while the previous run still runs (default skip)').choices(
+        OVERLAP_POLICIES,
+      ),
+    )
+    .option('--catchup-window-ms <ms>', 'misfire policy catch-up: skip missed occurrences older than this', wholeNumber(1000))
     .action(async (flags: CreateFlags, command: Command) => {
       const input = createInput(flags);
       const globals = globalOptions(command, io);
@@ -143,6 +153,8 @@ export function registerJobCommands(program: Command, io: CliIo): Command {
     .option('--retry-jitter <fraction>', 'fraction taken off each retry delay', decimal)
     .option('--jitter-ms <ms>', 'recurring: start jitter', wholeNumber(0))
     .addOption(new Option('--pause-on-failure <yes|no>', 'recurring: pause when an occurrence exhausts its attempts').choices(['yes', 'no']))
+    .addOption(new Option('--overlap-policy <policy>', 'recurring: occurrences due while the previous run still runs').choices(OVERLAP_POLICIES))
+    .option('--catchup-window-ms <ms>', 'misfire policy catch-up: skip missed occurrences older than this (0 removes it)', wholeNumber(0))
     .option('--if-version <n>', 'only if the job is still at this version (from "jobs get"); refused otherwise', wholeNumber(1))
     .action(async (id: string, flags: EditFlags, command: Command) => {
       const changes = editInput(flags);
@@ -220,6 +232,8 @@ function editInput(flags: EditFlags): UpdateJobInput {
     ...(retry === undefined ? {} : { retry }),
     ...(flags.jitterMs === undefined ? {} : { jitterMs: flags.jitterMs }),
     ...(flags.pauseOnFailure === undefined ? {} : { pauseOnFailure: flags.pauseOnFailure === 'yes' }),
+    ...(flags.overlapPolicy === undefined ? {} : { overlapPolicy: flags.overlapPolicy }),
+    ...(flags.catchupWindowMs === undefined ? {} : { catchupWindowMs: flags.catchupWindowMs === 0 ? null : flags.catchupWindowMs }),
   };
   if (Object.keys(changes).length === 0) throw new UsageError('nothing to change: give at least one flag (see --help)', '--schedule');
   return changes;
@@ -258,6 +272,7 @@ function createInput(flags: CreateFlags): CreateJobInput {
     if (flags.timezone !== undefined) throw new UsageError('--timezone applies to --schedule only', '--timezone');
     if (flags.jitterMs !== undefined) throw new UsageError('--jitter-ms applies to --schedule only', '--jitter-ms');
     if (flags.pauseOnFailure === true) throw new UsageError('--pause-on-failure applies to --schedule only', '--pause-on-failure');
+    if (flags.overlapPolicy !== undefined) throw new UsageError('--overlap-policy applies to --schedule only', '--overlap-policy');
     return { ...common, runAt: flags.runAt };
   }
   if (flags.schedule !== undefined) {
@@ -267,6 +282,8 @@ function createInput(flags: CreateFlags): CreateJobInput {
       ...(flags.timezone === undefined ? {} : { timezone: flags.timezone }),
       ...(flags.jitterMs === undefined ? {} : { jitterMs: flags.jitterMs }),
       ...(flags.pauseOnFailure === true ? { pauseOnFailure: true } : {}),
+      ...(flags.overlapPolicy === undefined ? {} : { overlapPolicy: flags.overlapPolicy }),
+      ...(flags.catchupWindowMs === undefined ? {} : { catchupWindowMs: flags.catchupWindowMs }),
     };
   }
   throw new UsageError('one of --run-at <rfc3339> or --schedule <cron> is required', '--run-at');
@@ -310,6 +327,8 @@ function jobFields(job: Job): Array<[string, string]> {
       : ([
           ['start jitter', job.jitterMs === 0 ? 'none' : `${job.jitterMs} ms`],
           ['pause on failure', job.pauseOnFailure ? 'yes' : 'no'],
+          ['overlap policy', job.overlapPolicy],
+          ...(job.catchupWindowMs === null ? [] : ([['catch-up window', `${job.catchupWindowMs} ms`]] as Array<[string, string]>)),
         ] as Array<[string, string]>)),
     ...(job.pausedReason === null ? [] : ([['paused because', job.pausedReason]] as Array<[string, string]>)),
     ['version', String(job.version)],

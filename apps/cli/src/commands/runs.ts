@@ -25,7 +25,7 @@ export function registerRunsCommand(program: Command, io: CliIo): void {
     });
 }
 
-const RUN_COLUMNS = ['RUN', 'ATTEMPT', 'OUTCOME', 'SCHEDULED FOR', 'STARTED', 'FINISHED', 'WORKER', 'FENCE', 'ERROR'] as const;
+const RUN_COLUMNS = ['RUN', 'ATTEMPT', 'OUTCOME', 'SCHEDULED FOR', 'STARTED', 'FINISHED', 'WORKER', 'FENCE', 'REASON', 'ERROR'] as const;
 
 function runRow(run: Run): string[] {
   return [
@@ -37,6 +37,7 @@ function runRow(run: Run): string[] {
     formatTime(run.finishedAt),
     run.workerId ?? NONE,
     run.leaseGeneration === 0 ? NONE : String(run.leaseGeneration),
+    run.reason ?? NONE,
     run.error === null ? NONE : truncate(run.error),
   ];
 }

@@ -11,6 +11,7 @@ import {
   EditApplies,
   JobState,
   MisfirePolicy,
+  OverlapPolicy,
   RunOutcome,
   type GrpcServiceImplementation,
   type JobService,
@@ -54,6 +55,9 @@ export function jobServiceImplementation(deps: {
       if (req.retry) body.retry = retryBody(req.retry);
       if (req.jitterMs) body.jitterMs = req.jitterMs;
       if (req.pauseOnFailure) body.pauseOnFailure = true;
+      const overlapPolicy = overlapPolicyName(req.overlapPolicy);
+      if (overlapPolicy !== undefined) body.overlapPolicy = overlapPolicy;
+      if (req.catchupWindowMs) body.catchupWindowMs = Number(req.catchupWindowMs);
       const result = await commands.create(namespace, body);
       return { jobId: result.job.jobId, created: result.created };
     }),
@@ -89,6 +93,9 @@ export function jobServiceImplementation(deps: {
       if (req.retry) body.retry = retryBody(req.retry);
       if (req.jitterMs !== undefined) body.jitterMs = req.jitterMs;
       if (req.pauseOnFailure !== undefined) body.pauseOnFailure = req.pauseOnFailure;
+      const overlapPolicy = overlapPolicyName(req.overlapPolicy);
+      if (overlapPolicy !== undefined) body.overlapPolicy = overlapPolicy;
+      if (req.catchupWindowMs !== undefined) body.catchupWindowMs = req.catchupWindowMs === 0n ? null : Number(req.catchupWindowMs);
       const updated = await commands.update(namespace, req.jobId, body, req.expectedVersion);
       return {
         job: toJobMessage(updated.job),
@@ -161,11 +168,33 @@ function retryBody(retry: RetryPolicy): Record<string, number> {
   return body;
 }
 
-const MISFIRE_POLICY_NAMES: Record<number, 'skip' | 'fire-once' | undefined> = {
+const MISFIRE_POLICY_NAMES: Record<number, JobView['misfirePolicy'] | undefined> = {
   [MisfirePolicy.UNSPECIFIED]: undefined,
   [MisfirePolicy.SKIP]: 'skip',
   [MisfirePolicy.FIRE_ONCE]: 'fire-once',
+  [MisfirePolicy.CATCH_UP]: 'catch-up',
 };
+
+const MISFIRE_POLICY_VALUES: Record<JobView['misfirePolicy'], MisfirePolicy> = {
+  skip: MisfirePolicy.SKIP,
+  'fire-once': MisfirePolicy.FIRE_ONCE,
+  'catch-up': MisfirePolicy.CATCH_UP,
+};
+
+const OVERLAP_POLICY_VALUES: Record<JobView['overlapPolicy'], OverlapPolicy> = {
+  skip: OverlapPolicy.SKIP,
+  'buffer-one': OverlapPolicy.BUFFER_ONE,
+  'buffer-all': OverlapPolicy.BUFFER_ALL,
+  'cancel-other': OverlapPolicy.CANCEL_OTHER,
+};
+
+/** The name of an OverlapPolicy value; undefined for UNSPECIFIED; a ValidationError for an unknown number. */
+function overlapPolicyName(value: OverlapPolicy): JobView['overlapPolicy'] | undefined {
+  if (value === OverlapPolicy.UNSPECIFIED) return undefined;
+  const name = (Object.keys(OVERLAP_POLICY_VALUES) as Array<JobView['overlapPolicy']>).find((key) => OVERLAP_POLICY_VALUES[key] === value);
+  if (name === undefined) throw new ValidationError('overlapPolicy', `overlapPolicy ${value} is not an OverlapPolicy value`);
+  return name;
+}
 
 /** Largest Timestamp.seconds RFC 3339 can write (9999-12-31T23:59:59Z); the range check itself is parseRunAt's. */
 const MAX_TIMESTAMP_SECONDS = 253_402_300_799n;
@@ -199,7 +228,9 @@ function toJobMessage(job: JobView) {
     attempt: job.attempt,
     maxAttempts: job.maxAttempts,
     timeoutSeconds: job.timeoutSeconds === null ? 0 : Math.ceil(job.timeoutSeconds),
-    misfirePolicy: job.misfirePolicy === 'skip' ? MisfirePolicy.SKIP : MisfirePolicy.FIRE_ONCE,
+    misfirePolicy: MISFIRE_POLICY_VALUES[job.misfirePolicy],
+    overlapPolicy: OVERLAP_POLICY_VALUES[job.overlapPolicy],
+    catchupWindowMs: BigInt(job.catchupWindowMs ?? 0),
     idempotencyKey: job.idempotencyKey ?? '',
     leaseGeneration: BigInt(job.leaseGeneration),
     createdAt: ts(job.createdAt),
@@ -250,5 +281,6 @@ function toRunMessage(run: RunView) {
     workerId: run.workerId ?? '',
     error: run.error ?? '',
     abortedBy: run.abortedBy ?? '',
+    reason: run.reason ?? '',
   };
 }

@@ -40,6 +40,10 @@ export interface JobView {
   pausedReason: string | null;
   /** Grows by one on every edit; the ETag of GET /jobs/{id}. */
   version: number;
+  /** What happens to occurrences that come due while the job's run is still running. */
+  overlapPolicy: JobRecord['overlapPolicy'];
+  /** catch-up: missed occurrences older than this are skipped; null: no bound. */
+  catchupWindowMs: number | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -57,6 +61,8 @@ export interface RunView {
   error: string | null;
   /** Who aborted the run (a token's name and id); null when nobody did. */
   abortedBy: string | null;
+  /** The policy that decided this run or skip (e.g. `misfire:catch-up`, `overlap:skip`); null for a run on time. */
+  reason: string | null;
 }
 
 /** The answer to an abort: the run being stopped, and the agent asked to stop it. */
@@ -370,6 +376,8 @@ export function toJobView(job: JobRecord, defaults: RetryDefaults): JobView {
     pauseOnFailure: job.pauseOnFailure,
     pausedReason: job.pausedReason,
     version: job.version,
+    overlapPolicy: job.overlapPolicy,
+    catchupWindowMs: job.catchupWindowMs,
     createdAt: job.createdAt.toISOString(),
     updatedAt: job.updatedAt.toISOString(),
   };
@@ -388,6 +396,7 @@ export function runView(run: RunRecord): RunView {
     workerId: run.workerId,
     error: run.error,
     abortedBy: run.abortedBy,
+    reason: run.reason,
   };
 }
 

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import {
+  OVERLAP_POLICIES,
   parseCron,
   parseMisfirePolicy,
   parseRunAt,
@@ -14,6 +15,7 @@ import {
   validateTimezone,
   type CronSchedule,
   type MisfirePolicy,
+  type OverlapPolicy,
 } from '@kairos/schedule';
 import { isJobId, JOB_STATES, type JobEdit, type JobRetry, type JobState } from '@kairos/store';
 import { findJsonProblem, MAX_PAYLOAD_DEPTH } from './json-safety';
@@ -44,6 +46,7 @@ export const LIMITS = {
   retryIntervalMs: 7 * 24 * 3600 * 1000,
   retryMultiplier: 10,
   startJitterMs: 3600 * 1000,
+  catchupWindowMs: 366 * 24 * 3600 * 1000,
 } as const;
 
 const retrySchema = z.strictObject(
@@ -94,6 +97,14 @@ const startJitterField = z
   .min(0, 'jitterMs must be at least 0')
   .max(LIMITS.startJitterMs, `jitterMs must be at most ${LIMITS.startJitterMs} (1 hour)`);
 const pauseOnFailureField = z.boolean({ error: 'pauseOnFailure must be true or false' });
+const overlapPolicyField = z.enum(OVERLAP_POLICIES as [OverlapPolicy, ...OverlapPolicy[]], {
+  error: `overlapPolicy must be one of ${OVERLAP_POLICIES.join(', ')}`,
+});
+const catchupWindowField = z
+  .number({ error: 'catchupWindowMs must be an integer' })
+  .int('catchupWindowMs must be an integer')
+  .min(1000, 'catchupWindowMs must be at least 1000 (one second)')
+  .max(LIMITS.catchupWindowMs, `catchupWindowMs must be at most ${LIMITS.catchupWindowMs} (one year)`);
 
 const TASK_RE = /^[A-Za-z0-9][A-Za-z0-9_.:-]*$/;
 
@@ -133,6 +144,8 @@ const createJobSchema = z.strictObject({
   retry: retrySchema.nullish(),
   jitterMs: startJitterField.nullish(),
   pauseOnFailure: pauseOnFailureField.nullish(),
+  overlapPolicy: overlapPolicyField.nullish(),
+  catchupWindowMs: catchupWindowField.nullish(),
 });
 
 export interface CreateJobInput {
@@ -148,6 +161,8 @@ export interface CreateJobInput {
   retry: JobRetry;
   startJitterMs: number;
   pauseOnFailure: boolean;
+  overlapPolicy: OverlapPolicy;
+  catchupWindowMs: number | null;
   /** sha256 of the normalised request: same key + same digest = the same request. */
   requestDigest: string;
 }
@@ -199,7 +214,15 @@ export function parseCreateJob(body: unknown): CreateJobInput {
   if (!hasSchedule && req.pauseOnFailure === true) {
     throw new ValidationError('pauseOnFailure', 'pauseOnFailure applies to recurring jobs (schedule) only; a one-off job that fails goes DEAD');
   }
+  if (!hasSchedule && req.overlapPolicy !== undefined && req.overlapPolicy !== null && req.overlapPolicy !== 'skip') {
+    throw new ValidationError('overlapPolicy', 'overlapPolicy applies to recurring jobs (schedule) only');
+  }
+  if (req.catchupWindowMs !== undefined && req.catchupWindowMs !== null && misfirePolicy !== 'catch-up') {
+    throw new ValidationError('catchupWindowMs', 'catchupWindowMs applies to misfirePolicy "catch-up" only');
+  }
   const input: Omit<CreateJobInput, 'requestDigest'> = {
+    overlapPolicy: req.overlapPolicy ?? 'skip',
+    catchupWindowMs: req.catchupWindowMs ?? null,
     retry: parseRetry(req.retry),
     startJitterMs: req.jitterMs ?? 0,
     pauseOnFailure: req.pauseOnFailure ?? false,
@@ -315,6 +338,13 @@ export function parseEditJob(body: unknown, current: { schedule: string | null; 
   if (req.retry !== undefined) edit.retry = parseRetry(req.retry);
   if (req.jitterMs !== undefined) edit.startJitterMs = req.jitterMs ?? 0;
   if (req.pauseOnFailure !== undefined) edit.pauseOnFailure = req.pauseOnFailure ?? false;
+  if (req.overlapPolicy !== undefined) edit.overlapPolicy = req.overlapPolicy ?? 'skip';
+  if (req.catchupWindowMs !== undefined) {
+    if (req.catchupWindowMs !== null && edit.misfirePolicy !== undefined && edit.misfirePolicy !== 'catch-up') {
+      throw new ValidationError('catchupWindowMs', 'catchupWindowMs applies to misfirePolicy "catch-up" only');
+    }
+    edit.catchupWindowMs = req.catchupWindowMs;
+  }
   return edit;
 }
 

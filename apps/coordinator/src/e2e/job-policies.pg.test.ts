@@ -73,6 +73,10 @@ describe('job retry policy, start jitter and pause on failure, end to end', () =
     [{ retry: 'fast' }, 'retry'],
     [{ jitterMs: 3_600_001 }, 'jitterMs'],
     [{ pauseOnFailure: 'yes' }, 'pauseOnFailure'],
+    [{ overlapPolicy: 'allow' }, 'overlapPolicy'],
+    [{ misfirePolicy: 'later' }, 'misfirePolicy'],
+    [{ catchupWindowMs: 60_000 }, 'catchupWindowMs'],
+    [{ misfirePolicy: 'catch-up', catchupWindowMs: 10 }, 'catchupWindowMs'],
   ])('refuses %j naming %s, and creates nothing', async (fields, field) => {
     const before = (await api.listJobs('?limit=1000')).body.jobs.length;
     const answer = await api.createJob({ task: 'sleep', schedule: '0 * * * *', payload: {}, ...fields });
@@ -81,8 +85,25 @@ describe('job retry policy, start jitter and pause on failure, end to end', () =
     expect((await api.listJobs('?limit=1000')).body.jobs.length).toBe(before);
   });
 
-  it('refuses start jitter and pause on failure on a one-off job, naming the field', async () => {
+  it('takes overlap and catch-up policies, over REST and gRPC', async () => {
+    const rest = await api.createJob({
+      task: 'sleep',
+      schedule: '0 * * * *',
+      payload: {},
+      misfirePolicy: 'catch-up',
+      catchupWindowMs: 86_400_000,
+      overlapPolicy: 'buffer-all',
+    });
+    expect(rest.body.job).toMatchObject({ misfirePolicy: 'catch-up', catchupWindowMs: 86_400_000, overlapPolicy: 'buffer-all' });
+    const viaGrpc = await client.createJob({ task: 'sleep', schedule: '0 * * * *', misfirePolicy: 'catch-up', overlapPolicy: 'cancel-other' });
+    expect(await client.getJob(viaGrpc.jobId)).toMatchObject({ misfirePolicy: 'catch-up', catchupWindowMs: null, overlapPolicy: 'cancel-other' });
+    const edited = await client.updateJob(viaGrpc.jobId, { overlapPolicy: 'buffer-one', catchupWindowMs: 3_600_000 });
+    expect(edited.job).toMatchObject({ overlapPolicy: 'buffer-one', catchupWindowMs: 3_600_000 });
+  });
+
+  it('refuses start jitter, pause on failure and overlap policies on a one-off job, naming the field', async () => {
     const runAt = new Date(Date.now() + 60_000).toISOString();
+    expect((await api.createJob({ task: 'sleep', runAt, overlapPolicy: 'buffer-one' })).body.error.field).toBe('overlapPolicy');
     expect((await api.createJob({ task: 'sleep', runAt, jitterMs: 10 })).body.error.field).toBe('jitterMs');
     expect((await api.createJob({ task: 'sleep', runAt, pauseOnFailure: true })).body.error.field).toBe('pauseOnFailure');
   });
@@ -116,4 +137,27 @@ describe('job retry policy, start jitter and pause on failure, end to end', () =
     expect((await api.control(jobId, 'resume')).body).toMatchObject({ state: 'DUE', pausedReason: null });
     expect((await api.control(jobId, 'pause')).status).toBe(200);
   }, 40_000);
+
+  it('cancel-other with a real agent: a run still running when the next occurrence comes due is aborted, never overlapped', async () => {
+    await startAgentProcess({ coordinator: grpcAddress, agentId: 'sleeper', tasks: 'sleep' });
+    const created = await api.createJob({ task: 'sleep', schedule: '*/2 * * * * *', payload: { seconds: 30 }, overlapPolicy: 'cancel-other' });
+    const jobId = created.body.jobId;
+    const runs = await waitFor(
+      async () => {
+        const list = (await api.runs(jobId)).body;
+        return list.filter((r: { outcome: string }) => r.outcome === 'CANCELLED').length >= 2 ? list : undefined;
+      },
+      { timeoutMs: 30_000, description: 'two runs aborted by the overlap policy' },
+    );
+    expect((await api.control(jobId, 'pause')).status).toBeLessThan(500);
+    const cancelled = runs.filter((r: { outcome: string }) => r.outcome === 'CANCELLED');
+    for (const run of cancelled) expect(run.abortedBy).toBe('overlap policy cancel-other');
+    expect(cancelled[1].reason).toBe('overlap:cancel-other');
+    // Never two at once: each run started after the previous one had ended.
+    const executions = runs.filter((r: { startedAt: string | null }) => r.startedAt !== null);
+    for (let i = 1; i < executions.length; i++) {
+      if (executions[i - 1].finishedAt === null) continue;
+      expect(new Date(executions[i].startedAt).getTime()).toBeGreaterThanOrEqual(new Date(executions[i - 1].finishedAt).getTime());
+    }
+  }, 60_000);
 });

@@ -2,7 +2,9 @@
  * The lease reaper: every coordinator runs one, jittered, so a dead agent's
  * jobs come back even if other coordinators are down. Reapers on several
  * coordinators share the work (SKIP LOCKED in lease.reapExpired). The same pass
- * moves late `skip` jobs on to their next occurrence (lease.skipMisfired).
+ * moves late `skip` and `catch-up` jobs on (lease.skipMisfired), and aborts
+ * the runs of `cancel-other` jobs whose next occurrence has come due
+ * (lease.abortOverlapped).
  */
 import type { Logger } from 'pino';
 import type { ReapResult, Store } from '@kairos/store';
@@ -37,9 +39,11 @@ export function createReaper(deps: {
       }
       const { skipped } = await deps.store.lease.skipMisfired({ thresholdMs: deps.misfireThresholdMs });
       if (skipped > 0) {
-        deps.logger.info({ count: skipped }, 'late skip-policy jobs moved to their next occurrence (SKIPPED runs recorded)');
+        deps.logger.info({ count: skipped }, 'late skip and catch-up jobs moved on (SKIPPED runs recorded)');
         deps.onSkipped?.();
       }
+      const { aborted } = await deps.store.lease.abortOverlapped();
+      if (aborted > 0) deps.logger.info({ count: aborted }, 'overlap policy cancel-other: runs aborted for a newer occurrence');
     } catch (error: unknown) {
       deps.logger.warn({ err: error }, 'reaper pass failed; will retry');
     }

@@ -139,6 +139,7 @@ const DEFAULT_HANDLERS: { [K in MethodName]: FakeHandler<K> } = {
         startedAt: timestampFromDate(new Date('2030-01-01T02:00:10Z')),
         outcome: RunOutcome.RUNNING,
         workerId: 'agent-b',
+        reason: 'overlap:buffer-one',
       },
     ],
     nextCursor: '',

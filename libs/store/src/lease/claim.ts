@@ -97,10 +97,10 @@ WITH due AS MATERIALIZED (
     updated_at = ${NOW(1)}
   FROM due WHERE j.id = due.id
   RETURNING j.id, j.namespace, j.task, j.payload::text AS payload_json, j.attempt, j.max_attempts, j.lease_generation,
-            j.lease_until, j.timeout_ms, j.occurrence_at, j.next_run_at
+            j.lease_until, j.timeout_ms, j.occurrence_at, j.next_run_at, j.next_reason
 ), inserted AS (
-  INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, outcome)
-  SELECT id, attempt, lease_generation, occurrence_at, $4, ${CLOCK(1)}, 'RUNNING' FROM claimed
+  INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, outcome, reason)
+  SELECT id, attempt, lease_generation, occurrence_at, $4, ${CLOCK(1)}, 'RUNNING', next_reason FROM claimed
   RETURNING id, job_id
 )
 SELECT c.id, c.namespace, c.task, c.payload_json, c.attempt, c.max_attempts, c.lease_generation, c.timeout_ms,

@@ -16,7 +16,7 @@
  *   trigger revives a DEAD one) but is not revived by it.
  */
 import type { Pool } from 'pg';
-import { firstOccurrence, type CronSchedule, type MisfirePolicy } from '@kairos/schedule';
+import { firstOccurrence, type CronSchedule, type MisfirePolicy, type OverlapPolicy } from '@kairos/schedule';
 import { startOf, type JobRetry } from '../settle';
 import { isJobId } from './refs';
 import { inTransaction, NOW } from './sql';
@@ -32,6 +32,9 @@ export interface JobEdit {
   maxAttempts?: number;
   timeoutMs?: number | null;
   misfirePolicy?: MisfirePolicy;
+  overlapPolicy?: OverlapPolicy;
+  /** null: no window (catch-up runs every missed occurrence). */
+  catchupWindowMs?: number | null;
   retry?: JobRetry;
   startJitterMs?: number;
   pauseOnFailure?: boolean;
@@ -91,10 +94,12 @@ export async function editJob(
     let nextRunAt = row.next_run_at as Date | null;
     let attempt = row.attempt as number;
     let rescheduled = false;
+    let replanned = false;
     if (timingChanged && waiting) {
       occurrenceAt = schedule !== null ? firstOccurrence(schedule, now) : runAt!;
       nextRunAt = schedule !== null ? startOf(jobId, occurrenceAt, startJitterMs) : occurrenceAt;
       attempt = 0;
+      replanned = true;
     } else if (timingChanged && claimed) {
       rescheduled = true;
     } else if (waiting && recurring && occurrenceAt !== null && attempt === 0 && startJitterMs !== row.start_jitter_ms) {
@@ -116,6 +121,15 @@ export async function editJob(
     if (edit.maxAttempts !== undefined) set.max_attempts = edit.maxAttempts;
     if (edit.timeoutMs !== undefined) set.timeout_ms = edit.timeoutMs;
     if (edit.misfirePolicy !== undefined) set.misfire_policy = edit.misfirePolicy;
+    if (edit.overlapPolicy !== undefined) set.overlap_policy = edit.overlapPolicy;
+    if (edit.catchupWindowMs !== undefined) set.catchup_window_ms = edit.catchupWindowMs;
+    if (replanned) {
+      // A new timing starts a new plan: no stretch, nothing decided yet.
+      set.run_through = null;
+      set.decided_through = null;
+      set.next_reason = null;
+      set.busy_since = null;
+    }
     if (edit.retry !== undefined) {
       set.retry_initial_ms = edit.retry.initialMs;
       set.retry_max_ms = edit.retry.maxMs;

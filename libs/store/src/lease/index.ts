@@ -25,7 +25,7 @@ import { cancel, pause, resume, trigger, type CancelResult, type ControlResult }
 import { release, type ReleaseResult } from './release';
 import type { HeldLeaseRef } from './refs';
 import { renew, type RenewResult } from './renew';
-import { complete, reapExpired, skipMisfired, type CompleteResult, type CompletionReport, type ReapResult } from './settlement';
+import { abortOverlapped, complete, reapExpired, skipMisfired, type CompleteResult, type CompletionReport, type ReapResult } from './settlement';
 
 export { CLAIM_SQL, DEFAULT_MISFIRE_THRESHOLD_MS, type ClaimedJob, type ClaimRequest } from './claim';
 export type { AbortRequestInput, AbortResult } from './abort';
@@ -45,6 +45,8 @@ export interface LeaseStatements {
   release(leases: readonly HeldLeaseRef[], reason: string, now?: Date): Promise<ReleaseResult[]>;
   reapExpired(options?: { limit?: number; now?: Date }): Promise<ReapResult>;
   skipMisfired(options?: { thresholdMs?: number; limit?: number; now?: Date }): Promise<{ skipped: number }>;
+  /** Aborts the runs of `cancel-other` jobs whose next occurrence has come due (settlement.ts). */
+  abortOverlapped(options?: { limit?: number; now?: Date }): Promise<{ aborted: number }>;
   cancel(namespace: string, jobId: string, now?: Date): Promise<CancelResult>;
   /** Changes a job's settings in place, under its row lock (edit.ts). */
   edit(namespace: string, jobId: string, edit: JobEdit, options?: { expectedVersion?: number; now?: Date }): Promise<EditResult>;
@@ -63,6 +65,7 @@ export function leaseStatements(pool: Pool, retry: RetryPolicy = {}): LeaseState
     release: (leases, reason, now) => guard('release', () => release(pool, leases, reason, now)),
     reapExpired: (options) => guard('reapExpired', () => reapExpired(pool, retry, options)),
     skipMisfired: (options) => guard('skipMisfired', () => skipMisfired(pool, options)),
+    abortOverlapped: (options) => guard('abortOverlapped', () => abortOverlapped(pool, options)),
     cancel: (namespace, jobId, now) => guard('cancel', () => cancel(pool, namespace, jobId, now)),
     edit: (namespace, jobId, edit, options) => guard('edit', () => editJob(pool, namespace, jobId, edit, options)),
     abort: (namespace, jobId, input, now) => guard('abort', () => requestAbort(pool, namespace, jobId, input, now)),

@@ -5,9 +5,19 @@
  * row and any SKIPPED rows that `settle` (../settle.ts) planned.
  */
 import type { Pool, PoolClient } from 'pg';
-import { MISFIRE_POLICIES, planAfterOccurrence, type MisfirePolicy } from '@kairos/schedule';
+import {
+  MISFIRE_POLICIES,
+  nextOccurrence,
+  OVERLAP_POLICIES,
+  planAfterOccurrence,
+  planNextRun,
+  type MisfirePolicy,
+  type OverlapPolicy,
+  type SkippedStretch,
+} from '@kairos/schedule';
 import { settle, startOf, type AttemptOutcome, type RetryPolicy, type Settlement, type SettlingJob } from '../settle';
 import { isWellFormed, leaseKey, type HeldLeaseRef } from './refs';
+import { requestAbort } from './abort';
 import { DEFAULT_MISFIRE_THRESHOLD_MS } from './claim';
 import { CLEAR_ABORT, currentHolders, holderArrays, inTransaction, lockInIdOrder, NOW, refusal, truncateError } from './sql';
 
@@ -43,7 +53,8 @@ interface LockedJob extends SettlingJob {
 const LOCKED_COLUMNS = `j.id, j.lease_generation, j.lease_owner, j.schedule, j.timezone, j.occurrence_at,
   j.attempt, j.max_attempts, j.misfire_policy, j.abort_requested_at, j.abort_requested_by, j.abort_stop_schedule,
   j.retry_initial_ms, j.retry_max_ms, j.retry_multiplier, j.retry_jitter, j.start_jitter_ms, j.pause_on_failure,
-  j.rescheduled_at`;
+  j.rescheduled_at, j.overlap_policy, j.catchup_window_ms, j.run_through, j.decided_through, j.next_reason, j.busy_since,
+  (SELECT r.started_at FROM runs r WHERE r.job_id = j.id AND r.lease_generation = j.lease_generation) AS run_started_at`;
 
 function toLockedJob(row: Record<string, unknown>): LockedJob {
   const policy = row.misfire_policy as MisfirePolicy;
@@ -71,7 +82,20 @@ function toLockedJob(row: Record<string, unknown>): LockedJob {
     startJitterMs: row.start_jitter_ms as number,
     pauseOnFailure: row.pause_on_failure === true,
     rescheduledAt: (row.rescheduled_at as Date | null) ?? null,
+    overlapPolicy: overlapPolicyOf(row.overlap_policy),
+    catchupWindowMs: row.catchup_window_ms === null ? null : Number(row.catchup_window_ms),
+    runThrough: (row.run_through as Date | null) ?? null,
+    decidedThrough: (row.decided_through as Date | null) ?? null,
+    nextReason: (row.next_reason as string | null) ?? null,
+    runStartedAt: (row.run_started_at as Date | null) ?? null,
+    busySince: (row.busy_since as Date | null) ?? null,
   };
+}
+
+function overlapPolicyOf(value: unknown): OverlapPolicy {
+  const policy = value as OverlapPolicy;
+  if (!OVERLAP_POLICIES.includes(policy)) throw new Error(`unknown overlap policy ${String(value)}`);
+  return policy;
 }
 
 interface Ending {
@@ -236,9 +260,11 @@ async function applyEndings(
        state = u.state, next_run_at = u.next_run_at, occurrence_at = u.occurrence_at, attempt = u.attempt,
        paused_reason = u.paused_reason,
        rescheduled_at = CASE WHEN u.occurrence_at IS NOT DISTINCT FROM j.occurrence_at THEN j.rescheduled_at END,
-       lease_until = NULL, lease_owner = NULL, lease_token = NULL, ${CLEAR_ABORT}, updated_at = $7
-     FROM unnest($1::uuid[], $2::kairos_job_state[], $3::timestamptz[], $4::timestamptz[], $5::int[], $6::text[])
-       AS u(id, state, next_run_at, occurrence_at, attempt, paused_reason)
+       run_through = u.run_through, decided_through = u.decided_through, next_reason = u.next_reason, busy_since = u.busy_since,
+       lease_until = NULL, lease_owner = NULL, lease_token = NULL, ${CLEAR_ABORT}, updated_at = $11
+     FROM unnest($1::uuid[], $2::kairos_job_state[], $3::timestamptz[], $4::timestamptz[], $5::int[], $6::text[],
+                 $7::timestamptz[], $8::timestamptz[], $9::text[], $10::timestamptz[])
+       AS u(id, state, next_run_at, occurrence_at, attempt, paused_reason, run_through, decided_through, next_reason, busy_since)
      WHERE j.id = u.id`,
     [
       ids,
@@ -247,6 +273,10 @@ async function applyEndings(
       plans.map((p) => p.occurrenceAt),
       plans.map((p) => p.attempt),
       plans.map((p) => p.pausedReason),
+      plans.map((p) => p.runThrough),
+      plans.map((p) => p.decidedThrough),
+      plans.map((p) => p.nextReason),
+      plans.map((p) => p.busySince),
       now,
     ],
   );
@@ -267,48 +297,69 @@ async function applyEndings(
 
   await insertSkipped(
     client,
-    endings.map(({ job }) => ({ job, skipped: settled.get(job.id)!.skipped, skippedCount: settled.get(job.id)!.skippedCount })),
+    endings.flatMap(({ job }) => settled.get(job.id)!.skips.map((stretch) => ({ jobId: job.id, stretch }))),
     now,
   );
   return settled;
 }
 
-/** Records SKIPPED runs: at most SKIPPED_ROWS_LIMIT per job; the last names how many more were missed. */
+/** What a SKIPPED row's error says, by the policy that decided it. */
+const SKIP_NOTES: Record<SkippedStretch['reason'], string> = {
+  'misfire:fire-once': 'occurrence missed (misfire policy fire-once: only the latest missed one ran)',
+  'misfire:skip': 'occurrence missed (misfire policy skip)',
+  'misfire:catch-up': 'occurrence missed and older than the catch-up window (misfire policy catch-up)',
+  'overlap:skip': 'came due while the previous run was still running (overlap policy skip)',
+  'overlap:buffer-one': 'came due while the previous run was still running, after the one buffered (overlap policy buffer-one)',
+  'overlap:buffer-all': 'came due while the previous run was still running, beyond the buffer (overlap policy buffer-all)',
+  'overlap:cancel-other': 'replaced by a newer occurrence (overlap policy cancel-other)',
+};
+
+/**
+ * Records SKIPPED runs, at most SKIPPED_ROWS_LIMIT per stretch (the planner
+ * lists no more); the last row of a stretch names how many more it missed.
+ */
 async function insertSkipped(
   client: PoolClient,
-  items: ReadonlyArray<{ job: LockedJob; skipped: readonly Date[]; skippedCount: number }>,
+  items: ReadonlyArray<{ jobId: string; stretch: SkippedStretch }>,
   now: Date,
 ): Promise<void> {
   const jobIds: string[] = [];
   const scheduledFor: Date[] = [];
   const notes: string[] = [];
-  for (const { job, skipped, skippedCount } of items) {
-    const listed = skipped.slice(0, SKIPPED_ROWS_LIMIT);
+  const reasons: string[] = [];
+  for (const { jobId, stretch } of items) {
+    const listed = stretch.listed.slice(0, SKIPPED_ROWS_LIMIT);
     listed.forEach((occurrence, index) => {
-      jobIds.push(job.id);
+      jobIds.push(jobId);
       scheduledFor.push(occurrence);
-      const unlisted = skippedCount - listed.length;
+      reasons.push(stretch.reason);
+      const unlisted = stretch.count - listed.length;
       notes.push(
-        `occurrence missed (misfire policy ${job.misfirePolicy})` +
-          (index === listed.length - 1 && unlisted > 0 ? `; ${unlisted} later missed occurrences not listed` : ''),
+        SKIP_NOTES[stretch.reason] + (index === listed.length - 1 && unlisted > 0 ? `; ${unlisted} later missed occurrences not listed` : ''),
       );
     });
   }
   if (jobIds.length === 0) return;
   await client.query(
-    `INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, outcome, finished_at, error)
-     SELECT u.job_id, 0, NULL, u.scheduled_for, 'SKIPPED', $4, u.note
-     FROM unnest($1::uuid[], $2::timestamptz[], $3::text[]) AS u(job_id, scheduled_for, note)`,
-    [jobIds, scheduledFor, notes, now],
+    `INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, outcome, finished_at, error, reason)
+     SELECT u.job_id, 0, NULL, u.scheduled_for, 'SKIPPED', $4, u.note, u.reason
+     FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $5::text[]) AS u(job_id, scheduled_for, note, reason)`,
+    [jobIds, scheduledFor, notes, now, reasons],
   );
 }
 
 /**
- * `skip` means an occurrence never runs late. A recurring `skip` job whose
- * pending occurrence is later than the threshold (the claim leaves such rows
- * alone) is moved to its next future occurrence; the occurrence it was waiting
- * to serve and every one after it up to now are recorded as SKIPPED. Runs in the
- * reaper's pass on every coordinator; SKIP LOCKED shares the work.
+ * Late jobs the claim must not serve as they are, moved on in the reaper's
+ * pass on every coordinator (SKIP LOCKED shares the work):
+ *
+ * - `skip` means an occurrence never runs late. A recurring `skip` job whose
+ *   pending occurrence is later than the threshold (the claim leaves such rows
+ *   alone) is moved to its next future occurrence; the occurrence it was
+ *   waiting to serve and every one after it up to now are recorded SKIPPED.
+ * - `catch-up` runs missed occurrences no older than the job's window. A job
+ *   waiting on an occurrence older than that is moved to the oldest one inside
+ *   the window, and runs every one from there in order (a planned stretch);
+ *   the older ones are recorded SKIPPED.
  */
 export async function skipMisfired(
   pool: Pool,
@@ -318,8 +369,10 @@ export async function skipMisfired(
     const { rows } = await client.query(
       `SELECT ${LOCKED_COLUMNS}, ${NOW(1)} AS now
        FROM jobs j
-       WHERE j.state = 'DUE' AND j.misfire_policy = 'skip' AND j.schedule IS NOT NULL
-         AND j.next_run_at < ${NOW(1)} - make_interval(secs => $2::double precision / 1000)
+       WHERE j.state = 'DUE' AND j.schedule IS NOT NULL
+         AND ((j.misfire_policy = 'skip' AND j.next_run_at < ${NOW(1)} - make_interval(secs => $2::double precision / 1000))
+           OR (j.misfire_policy = 'catch-up' AND j.catchup_window_ms IS NOT NULL AND j.attempt = 0
+               AND j.occurrence_at < ${NOW(1)} - make_interval(secs => j.catchup_window_ms::double precision / 1000)))
        ORDER BY j.next_run_at
        LIMIT $3
        FOR UPDATE SKIP LOCKED`,
@@ -329,15 +382,63 @@ export async function skipMisfired(
     const now = rows[0]!.now as Date;
     const items = rows.map((row) => {
       const job = toLockedJob(row);
-      const plan = planAfterOccurrence({ expression: job.schedule!, timezone: job.timezone }, job.occurrenceAt, now, 'skip');
-      return { job, next: plan.next, skipped: [job.occurrenceAt, ...plan.skipped], skippedCount: plan.skippedCount + 1 };
+      const schedule = { expression: job.schedule!, timezone: job.timezone };
+      if (job.misfirePolicy === 'catch-up') {
+        // The pending occurrence counts as missed too: plan as if the one before it had just been served.
+        const plan = planNextRun(schedule, {
+          served: new Date(job.occurrenceAt.getTime() - 1),
+          now,
+          runStartedAt: new Date(now.getTime() + 1),
+          misfire: 'catch-up',
+          overlap: job.overlapPolicy,
+          catchupWindowMs: job.catchupWindowMs,
+        });
+        return { job, next: plan.next, skips: plan.skipped, runThrough: plan.runThrough, reason: plan.reason };
+      }
+      const plan = planAfterOccurrence(schedule, job.occurrenceAt, now, 'skip');
+      const stretch: SkippedStretch = { reason: 'misfire:skip', listed: [job.occurrenceAt, ...plan.skipped], count: plan.skippedCount + 1 };
+      return { job, next: plan.next, skips: [stretch], runThrough: null, reason: null };
     });
     await client.query(
-      `UPDATE jobs j SET next_run_at = u.start, occurrence_at = u.next, attempt = 0, rescheduled_at = NULL, updated_at = $4
-       FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[]) AS u(id, next, start) WHERE j.id = u.id`,
-      [items.map((i) => i.job.id), items.map((i) => i.next), items.map((i) => startOf(i.job.id, i.next, i.job.startJitterMs)), now],
+      `UPDATE jobs j SET next_run_at = u.start, occurrence_at = u.next, attempt = 0, rescheduled_at = NULL,
+         run_through = u.run_through, next_reason = u.reason, decided_through = $6, busy_since = NULL, updated_at = $6
+       FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[], $5::text[])
+         AS u(id, next, start, run_through, reason)
+       WHERE j.id = u.id`,
+      [
+        items.map((i) => i.job.id),
+        items.map((i) => i.next),
+        items.map((i) => startOf(i.job.id, i.next, i.job.startJitterMs)),
+        items.map((i) => i.runThrough),
+        items.map((i) => i.reason),
+        now,
+      ],
     );
-    await insertSkipped(client, items, now);
+    await insertSkipped(client, items.flatMap(({ job, skips }) => skips.map((stretch) => ({ jobId: job.id, stretch }))), now);
     return { skipped: items.length };
   });
+}
+
+/**
+ * `cancel-other`: a recurring job whose next occurrence came due while its run
+ * still runs has that run aborted (by "overlap policy cancel-other"); when the
+ * run has stopped, its settlement runs the newest occurrence. Runs in the
+ * reaper's pass; the abort notifies like an operator's.
+ */
+export async function abortOverlapped(pool: Pool, options: { limit?: number; now?: Date } = {}): Promise<{ aborted: number }> {
+  const { rows } = await pool.query(
+    `SELECT j.id, j.namespace, j.schedule, j.timezone, j.occurrence_at, ${NOW(1)} AS now
+     FROM jobs j
+     WHERE j.state = 'CLAIMED' AND j.overlap_policy = 'cancel-other' AND j.schedule IS NOT NULL AND j.abort_requested_at IS NULL
+     LIMIT $2`,
+    [options.now ?? null, options.limit ?? 1000],
+  );
+  let aborted = 0;
+  for (const row of rows) {
+    const following = nextOccurrence({ expression: row.schedule, timezone: row.timezone }, row.occurrence_at);
+    if (following === null || following.getTime() > (row.now as Date).getTime()) continue;
+    const result = await requestAbort(pool, row.namespace, row.id, { by: 'overlap policy cancel-other', stopSchedule: false }, options.now);
+    if (result.kind === 'requested') aborted++;
+  }
+  return { aborted };
 }
