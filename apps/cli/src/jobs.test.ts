@@ -278,6 +278,19 @@ describe('kairos jobs / runs / agents against a JobService on loopback', () => {
     expect(stale.stderr).toMatch(/version 6/);
   });
 
+  it('jobs backfill sends the range, or --cancel, and refuses half a range before any call', async () => {
+    const { server, kairos } = await setup();
+    const started = await kairos(['jobs', 'backfill', 'j-5', '--from', '2030-01-01T00:00:00Z', '--to', '2030-01-01T03:00:00Z']);
+    expect(started.stdout).toBe(
+      'backfilling job j-5: 3 occurrences from 2030-01-01T00:00:00Z to 2030-01-01T03:00:00Z, then the schedule resumes at 2030-01-02T02:00:00Z\n',
+    );
+    expect(Number(server.lastRequest('startBackfill').from?.seconds)).toBe(Date.parse('2030-01-01T00:00:00Z') / 1000);
+    expect((await kairos(['jobs', 'backfill', 'j-5', '--cancel'])).stdout).toBe('cancelled the backfill of job j-5 (the backfill run in progress finishes first)\n');
+    const half = await kairos(['jobs', 'backfill', 'j-5', '--from', '2030-01-01T00:00:00Z']);
+    expect(half.code).toBe(2);
+    expect(server.calls.filter((c) => c.method === 'startBackfill')).toHaveLength(1);
+  });
+
   it('jobs abort sends --stop-schedule and says which run on which agent is being stopped', async () => {
     const { server, kairos } = await setup();
     expect((await kairos(['jobs', 'abort', 'j-1'])).stdout).toBe(

@@ -93,6 +93,7 @@ describe('createKairosClient against a JobService on loopback', () => {
       version: 4,
       overlapPolicy: 'skip',
       catchupWindowMs: null,
+      backfill: null,
       createdAt: new Date('2030-01-01T00:00:00Z'),
       updatedAt: new Date('2030-01-01T00:00:05Z'),
     });

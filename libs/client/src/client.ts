@@ -10,6 +10,7 @@
  * Calls are not retried: CreateJob is safe to repeat only with an
  * idempotencyKey, and the caller knows whether it gave one.
  */
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Metadata, type CallOptions, type ServiceError } from '@grpc/grpc-js';
 import {
   type AbortRunResponse,
@@ -31,6 +32,8 @@ import {
   type RevokeTokenResponse,
   type TriggerJobResponse,
   type UpdateJobResponse,
+  type StartBackfillResponse,
+  type CancelBackfillResponse,
   EditApplies,
 } from '@kairos/proto';
 import { agentFromWire, type Agent } from './agents';
@@ -50,13 +53,15 @@ import {
   type ListJobsOptions,
   type UpdateJobInput,
   type UpdateJobResult,
+  type StartedBackfill,
+  instant,
   uint32,
   updateJobRequest,
 } from './jobs';
 import { runFromWire, type ListRunsOptions, type RunPage } from './runs';
 import { occurrenceFromWire, previewRequest, type PreviewScheduleInput, type SchedulePreview } from './schedules';
 import { createTokenRequest, tokenFromWire, type CreatedToken, type CreateTokenInput, type Token } from './tokens';
-import { counter, textOrNull } from './wire-values';
+import { counter, dateOrNull, textOrNull } from './wire-values';
 
 export interface KairosClientOptions {
   /** Coordinator gRPC address, `host:port` (e.g. `127.0.0.1:50051`). */
@@ -81,6 +86,14 @@ export interface KairosClient {
    * `aborted` otherwise. A running job's change applies from its next claim.
    */
   updateJob(jobId: string, changes: UpdateJobInput, options?: { expectedVersion?: number }): Promise<UpdateJobResult>;
+  /**
+   * Runs a recurring job's occurrences in [from, to) (a past range) in order,
+   * one at a time; then the schedule resumes. `failed-precondition` unless the
+   * job is DUE with no backfill running.
+   */
+  startBackfill(jobId: string, range: { from: Date | string; to: Date | string }): Promise<StartedBackfill>;
+  /** Stops a backfill; `finishing` when a backfill run still runs to its end first. */
+  cancelBackfill(jobId: string): Promise<{ finishing: boolean }>;
   /** Cancels a DUE or PAUSED job (again: no-op); `failed-precondition` when CLAIMED (use abortRun) or finished. */
   cancelJob(jobId: string): Promise<void>;
   /**
@@ -173,6 +186,23 @@ export function createKairosClient(options: KairosClientOptions): KairosClient {
       const request = updateJobRequest(requireJobId(jobId), changes, updateOptions.expectedVersion);
       const response = await unary<UpdateJobResponse>('UpdateJob', (md, opts, cb) => grpcClient.updateJob(request, md, opts, cb));
       return { job: requiredJob(response.job, 'UpdateJob'), appliesFrom: response.applies === EditApplies.NEXT_CLAIM ? 'next-claim' : 'now' };
+    },
+    async startBackfill(jobId, range) {
+      if (typeof range !== 'object' || range === null) {
+        throw new KairosError(KairosErrorCode.InvalidArgument, 'range must be {from, to}', { field: 'from' });
+      }
+      const request = {
+        jobId: requireJobId(jobId),
+        from: timestampFromDate(instant(range.from, 'from')),
+        to: timestampFromDate(instant(range.to, 'to')),
+      };
+      const response = await unary<StartBackfillResponse>('StartBackfill', (md, opts, cb) => grpcClient.startBackfill(request, md, opts, cb));
+      return { first: dateOrNull(response.first), last: dateOrNull(response.last), count: response.count, resumeAt: dateOrNull(response.resumeAt) };
+    },
+    async cancelBackfill(jobId) {
+      const request = { jobId: requireJobId(jobId) };
+      const response = await unary<CancelBackfillResponse>('CancelBackfill', (md, opts, cb) => grpcClient.cancelBackfill(request, md, opts, cb));
+      return { finishing: response.finishing };
     },
     async abortRun(jobId, abortOptions = {}) {
       if (abortOptions.stopSchedule !== undefined && typeof abortOptions.stopSchedule !== 'boolean') {

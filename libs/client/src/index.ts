@@ -30,6 +30,7 @@ export {
   type RetryPolicyInput,
   type UpdateJobInput,
   type UpdateJobResult,
+  type StartedBackfill,
 } from './jobs';
 export type { ListRunsOptions, Run, RunOutcome, RunPage } from './runs';
 export type { DstMark, Occurrence, PreviewScheduleInput, SchedulePreview } from './schedules';

@@ -162,6 +162,8 @@ export interface Job {
   overlapPolicy: OverlapPolicy;
   /** misfirePolicy `catch-up`: missed occurrences older than this (ms) are skipped; null: no bound. */
   catchupWindowMs: number | null;
+  /** A backfill in progress (`through`: its last occurrence, null when the current one is the last); null otherwise. */
+  backfill: { through: Date | null; resumeAt: Date | null } | null;
   createdAt: Date | null;
   updatedAt: Date | null;
 }
@@ -241,6 +243,15 @@ function overlapToWire(policy: OverlapPolicy | undefined): WireOverlapPolicy {
 function windowToWire(ms: number): bigint {
   if (!Number.isSafeInteger(ms) || ms < 0) throw invalid('catchupWindowMs', `catchupWindowMs must be a whole number of milliseconds, got ${ms}`);
   return BigInt(ms);
+}
+
+/** What startBackfill answers: the occurrences the backfill runs. */
+export interface StartedBackfill {
+  first: Date | null;
+  last: Date | null;
+  count: number;
+  /** The regular occurrence the schedule resumes from afterwards. */
+  resumeAt: Date | null;
 }
 
 /** What abortRun answers: the run being stopped (it ends CANCELLED once the agent confirms; follow it in listRuns). */
@@ -378,6 +389,7 @@ export function jobFromWire(job: WireJob): Job {
     misfirePolicy: job.misfirePolicy === WireMisfirePolicy.SKIP ? 'skip' : job.misfirePolicy === WireMisfirePolicy.CATCH_UP ? 'catch-up' : 'fire-once',
     overlapPolicy: OVERLAP_FROM_WIRE[job.overlapPolicy] ?? 'skip',
     catchupWindowMs: job.catchupWindowMs === 0n ? null : Number(job.catchupWindowMs),
+    backfill: job.backfill === undefined ? null : { through: dateOrNull(job.backfill.through), resumeAt: dateOrNull(job.backfill.resumeAt) },
     idempotencyKey: textOrNull(job.idempotencyKey),
     leaseGeneration: counter(job.leaseGeneration),
     retry: {

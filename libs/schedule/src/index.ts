@@ -13,6 +13,7 @@ export { planAfterOccurrence, type OccurrencePlan } from './occurrence-plan';
 export {
   continueStretch,
   isOverlapPolicy,
+  occurrencesBetween,
   OVERLAP_POLICIES,
   planNextRun,
   type OverlapPolicy,

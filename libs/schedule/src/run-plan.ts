@@ -224,3 +224,21 @@ function latestOccurrences(zoned: ZonedCron, fromMs: number, untilMs: number, li
 export function isOverlapPolicy(value: unknown): value is OverlapPolicy {
   return typeof value === 'string' && (OVERLAP_POLICIES as readonly string[]).includes(value);
 }
+
+/** The occurrences of `schedule` in [from, until): the first, the last, and how many (saturating at `countLimit`). */
+export function occurrencesBetween(
+  schedule: CronSchedule,
+  from: Date,
+  until: Date,
+  countLimit: number,
+): { first: Date; last: Date; count: number } | null {
+  const zoned = zonedCron(schedule);
+  const fromMs = instantMs(from, 'from');
+  const untilMs = instantMs(until, 'until');
+  if (untilMs <= fromMs) return null;
+  const firstMs = occurrenceAtOrAfter(zoned, fromMs, untilMs);
+  if (firstMs === null) return null;
+  const lastMs = occurrenceAtOrBefore(zoned, untilMs - 1, fromMs)!;
+  const { count } = scanOccurrences(zoned, fromMs, untilMs, 0, countLimit);
+  return { first: new Date(firstMs), last: new Date(lastMs), count };
+}

@@ -16,12 +16,14 @@ export type {
   AbortRequestInput,
   EditResult,
   JobEdit,
+  BackfillResult,
+  CancelBackfillResult,
   AbortResult,
   ControlResult,
   ReapResult,
   LeaseStatements,
 } from './lease';
-export { isJobId, MAX_ERROR_CHARS, CLAIM_SQL, DEFAULT_ABORT_GRACE_MS, leaseStatements } from './lease';
+export { isJobId, MAX_ERROR_CHARS, CLAIM_SQL, DEFAULT_ABORT_GRACE_MS, MAX_BACKFILL_OCCURRENCES, leaseStatements } from './lease';
 export { NO_JOB_RETRY, type AttemptOutcome, type JobRetry, type RetryPolicy } from './settle';
 export { ABORT_CHANNEL, type ChangeHandlers, type ChangeListener } from './notifications';
 export { migrate, loadMigrations, MIGRATIONS_DIR } from './migrate';

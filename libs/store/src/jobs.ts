@@ -53,6 +53,8 @@ export interface JobRecord {
   overlapPolicy: OverlapPolicy;
   /** catch-up: missed occurrences older than this are skipped; null: no bound. */
   catchupWindowMs: number | null;
+  /** A backfill in progress: occurrences up to `through` (null: only the current one) run, then the schedule resumes at `resumeAt`. */
+  backfill: { through: Date | null; resumeAt: Date } | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -282,6 +284,7 @@ function toJobRecord(row: JobRow): JobRecord {
     version: row.version,
     overlapPolicy: row.overlapPolicy,
     catchupWindowMs: row.catchupWindowMs,
+    backfill: row.backfillResumeAt === null ? null : { through: row.runThrough, resumeAt: row.backfillResumeAt },
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
   };

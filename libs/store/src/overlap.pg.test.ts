@@ -69,7 +69,7 @@ describe('overlap policies across the Berlin spring-forward (runs of 30 min, occ
     for (let step = 0; step < 20; step++) {
       const { rows } = await db.pool.query('SELECT next_run_at, occurrence_at FROM jobs WHERE id = $1', [id]);
       const due = rows[0].next_run_at as Date;
-      if (due.getTime() >= END.getTime()) break;
+      if ((rows[0].occurrence_at as Date).getTime() >= END.getTime()) break;
       clock = new Date(Math.max(clock.getTime(), due.getTime()));
       const [claimed] = await store.lease.claimDue({ ...HOLDER, namespace: 'default', tasks: ['noop'], limit: 1, leaseMs: 3_600_000, now: clock });
       if (claimed === undefined) throw new Error(`nothing claimable at ${clock.toISOString()}`);

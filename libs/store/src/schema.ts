@@ -70,6 +70,8 @@ export const jobs = pgTable('jobs', {
   decidedThrough: tstz('decided_through'),
   nextReason: text('next_reason'),
   busySince: tstz('busy_since'),
+  // Set while a backfill runs (migration 0009): where the regular schedule resumes.
+  backfillResumeAt: tstz('backfill_resume_at'),
 });
 
 export const runs = pgTable('runs', {

@@ -81,6 +81,8 @@ export interface SettlingJob {
   runStartedAt: Date | null;
   /** Since when the job has been running planned runs back to back; null when this run was on time. */
   busySince: Date | null;
+  /** During a backfill: the regular occurrence to resume from when the backfill's stretch ends. */
+  backfillResumeAt: Date | null;
 }
 
 /** A job's retry policy as stored: null fields take the coordinator's defaults. */
@@ -118,6 +120,7 @@ export interface Settlement {
   decidedThrough: Date | null;
   nextReason: string | null;
   busySince: Date | null;
+  backfillResumeAt: Date | null;
 }
 
 export interface RetryPolicy {
@@ -181,6 +184,7 @@ export function settle(job: SettlingJob, outcome: AttemptOutcome, now: Date, ret
       decidedThrough: job.decidedThrough,
       nextReason: job.nextReason,
       busySince: job.busySince,
+      backfillResumeAt: job.backfillResumeAt,
     };
   }
   if (job.schedule === null) return finished(succeeded ? 'COMPLETED' : 'DEAD', job, recorded);
@@ -194,7 +198,7 @@ export function settle(job: SettlingJob, outcome: AttemptOutcome, now: Date, ret
 
 type RunRecording = Pick<Settlement, 'runOutcome' | 'abortedBy'>;
 
-const NO_PLAN = { skips: [], runThrough: null, decidedThrough: null, nextReason: null, busySince: null } as const;
+const NO_PLAN = { skips: [], runThrough: null, decidedThrough: null, nextReason: null, busySince: null, backfillResumeAt: null } as const;
 
 function finished(state: 'COMPLETED' | 'DEAD', job: SettlingJob, run: RunRecording): Settlement {
   return { state, ...run, pausedReason: null, nextRunAt: null, occurrenceAt: job.occurrenceAt, attempt: job.attempt, ...NO_PLAN };
@@ -208,15 +212,20 @@ function nextOccurrence(job: SettlingJob, now: Date, run: RunRecording): Settlem
   const schedule = { expression: job.schedule!, timezone: job.timezone };
   // A run planned late continues the busy stretch that began with the first run of the chain.
   const busySince = job.busySince ?? job.runStartedAt ?? job.occurrenceAt;
-  const moveTo = (next: Date, fields: Pick<Settlement, 'skips' | 'runThrough' | 'decidedThrough' | 'nextReason' | 'busySince'>): Settlement => ({
-    state: 'DUE',
-    ...run,
-    pausedReason: null,
-    nextRunAt: startOf(job.id, next, job.startJitterMs),
-    occurrenceAt: next,
-    attempt: 0,
-    ...fields,
-  });
+  type Plan = Pick<Settlement, 'skips' | 'runThrough' | 'decidedThrough' | 'nextReason' | 'busySince' | 'backfillResumeAt'>;
+  const moveTo = (next: Date, fields: Plan): Settlement => {
+    const start = startOf(job.id, next, job.startJitterMs);
+    return {
+      state: 'DUE',
+      ...run,
+      pausedReason: null,
+      // A run planned late is due now: never "late" by the skip policy's threshold, which would drop it.
+      nextRunAt: fields.nextReason === null || start.getTime() > now.getTime() ? start : now,
+      occurrenceAt: next,
+      attempt: 0,
+      ...fields,
+    };
+  };
   if (job.runThrough !== null && job.runThrough.getTime() > job.occurrenceAt.getTime()) {
     const stretch = continueStretch(schedule, job.occurrenceAt, job.runThrough);
     if (stretch !== null) {
@@ -226,16 +235,21 @@ function nextOccurrence(job: SettlingJob, now: Date, run: RunRecording): Settlem
         decidedThrough: job.decidedThrough,
         nextReason: job.nextReason,
         busySince,
+        backfillResumeAt: job.backfillResumeAt,
       });
     }
   }
-  // After an edit of the schedule, occurrences of the new schedule before the edit were never due.
+  // Where the regular schedule continues: after the occurrence served, or, when a
+  // backfill ends, from the regular occurrence it interrupted (which counts as missed
+  // if it passed meanwhile). After an edit of the schedule, occurrences of the new
+  // schedule before the edit were never due.
+  const served = job.backfillResumeAt !== null ? new Date(job.backfillResumeAt.getTime() - 1) : job.occurrenceAt;
   const floors = [job.decidedThrough, job.rescheduledAt === null ? null : new Date(job.rescheduledAt.getTime() - 1)].filter(
-    (date): date is Date => date !== null,
+    (date): date is Date => date !== null && date.getTime() > served.getTime(),
   );
   const decidedThrough = floors.length === 0 ? null : new Date(Math.max(...floors.map((date) => date.getTime())));
   const plan = planNextRun(schedule, {
-    served: job.occurrenceAt,
+    served,
     now,
     runStartedAt: busySince,
     misfire: job.misfirePolicy,
@@ -249,5 +263,6 @@ function nextOccurrence(job: SettlingJob, now: Date, run: RunRecording): Settlem
     decidedThrough: plan.decidedThrough,
     nextReason: plan.reason,
     busySince: plan.reason === null ? null : busySince,
+    backfillResumeAt: null,
   });
 }

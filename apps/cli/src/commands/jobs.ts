@@ -170,6 +170,34 @@ export function registerJobCommands(program: Command, io: CliIo): Command {
     });
 
   jobs
+    .command('backfill')
+    .description("run a recurring job's occurrences in a past range [--from, --to), in order, one at a time")
+    .argument('<id>', 'job id')
+    .option('--from <rfc3339>', 'start of the range (inclusive)', rfc3339)
+    .option('--to <rfc3339>', 'end of the range (exclusive), not in the future', rfc3339)
+    .option('--cancel', 'stop the backfill in progress instead')
+    .action(async (id: string, flags: { from?: string; to?: string; cancel?: boolean }, command: Command) => {
+      const globals = globalOptions(command, io);
+      if (flags.cancel === true) {
+        if (flags.from !== undefined || flags.to !== undefined) throw new UsageError('--cancel takes no --from or --to', '--cancel');
+        const cancelled = await withClient(globals, (client) => client.cancelBackfill(id));
+        if (globals.json) writeJson(io.stdout, { jobId: id, ...cancelled });
+        else io.stdout.write(`cancelled the backfill of job ${id}${cancelled.finishing ? ' (the backfill run in progress finishes first)' : ''}\n`);
+        return;
+      }
+      if (flags.from === undefined || flags.to === undefined) throw new UsageError('--from and --to are required (or --cancel)', '--from');
+      const range = { from: flags.from, to: flags.to };
+      const started = await withClient(globals, (client) => client.startBackfill(id, range));
+      if (globals.json) writeJson(io.stdout, { jobId: id, ...started });
+      else {
+        io.stdout.write(
+          `backfilling job ${id}: ${started.count} occurrences from ${formatTime(started.first)} to ${formatTime(started.last)}, ` +
+            `then the schedule resumes at ${formatTime(started.resumeAt)}\n`,
+        );
+      }
+    });
+
+  jobs
     .command('abort')
     .description('stop the running run of a CLAIMED job (it ends CANCELLED; a recurring job goes on to its next occurrence)')
     .argument('<id>', 'job id')
@@ -331,6 +359,9 @@ function jobFields(job: Job): Array<[string, string]> {
           ...(job.catchupWindowMs === null ? [] : ([['catch-up window', `${job.catchupWindowMs} ms`]] as Array<[string, string]>)),
         ] as Array<[string, string]>)),
     ...(job.pausedReason === null ? [] : ([['paused because', job.pausedReason]] as Array<[string, string]>)),
+    ...(job.backfill === null
+      ? []
+      : ([['backfill', `through ${formatTime(job.backfill.through)}, then resumes at ${formatTime(job.backfill.resumeAt)}`]] as Array<[string, string]>)),
     ['version', String(job.version)],
     ['idempotency key', job.idempotencyKey ?? NONE],
     ['lease generation', String(job.leaseGeneration)],

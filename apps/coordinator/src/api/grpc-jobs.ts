@@ -102,6 +102,14 @@ export function jobServiceImplementation(deps: {
         applies: updated.appliesFrom === 'now' ? EditApplies.NOW : EditApplies.NEXT_CLAIM,
       };
     }),
+    startBackfill: unary('write', async (req, namespace) => {
+      const body: Record<string, unknown> = {};
+      if (req.from) body.from = timestampText(req.from, 'from');
+      if (req.to) body.to = timestampText(req.to, 'to');
+      const started = await commands.startBackfill(namespace, req.jobId, body);
+      return { first: ts(started.first), last: ts(started.last), count: started.count, resumeAt: ts(started.resumeAt) };
+    }),
+    cancelBackfill: unary('write', async (req, namespace) => commands.cancelBackfill(namespace, req.jobId)),
     abortRun: unary('write', async (req, namespace, principal) => {
       const aborted = await commands.abort(namespace, req.jobId, { by: principal.actor, stopSchedule: req.stopSchedule });
       return {
@@ -240,6 +248,7 @@ function toJobMessage(job: JobView) {
     pauseOnFailure: job.pauseOnFailure,
     pausedReason: job.pausedReason ?? '',
     version: job.version,
+    ...(job.backfill ? { backfill: { through: ts(job.backfill.through), resumeAt: ts(job.backfill.resumeAt) } } : {}),
     ...(job.abort
       ? {
           abort: {

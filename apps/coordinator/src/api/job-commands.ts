@@ -6,7 +6,16 @@
 import { parseCron, previewOccurrences, type CronSchedule, type DstMark, type PreviewedOccurrence } from '@kairos/schedule';
 import type { JobRecord, RunRecord, Store } from '@kairos/store';
 import { ApiError } from './errors';
-import { parseCount, parseCreateJob, parseEditJob, parseExpectedVersion, parseId, parseListJobs, parsePreview } from './validation';
+import {
+  parseBackfill,
+  parseCount,
+  parseCreateJob,
+  parseEditJob,
+  parseExpectedVersion,
+  parseId,
+  parseListJobs,
+  parsePreview,
+} from './validation';
 
 export interface JobView {
   jobId: string;
@@ -44,6 +53,8 @@ export interface JobView {
   overlapPolicy: JobRecord['overlapPolicy'];
   /** catch-up: missed occurrences older than this are skipped; null: no bound. */
   catchupWindowMs: number | null;
+  /** A backfill in progress: the occurrences up to `through` run next, then the schedule resumes at `resumeAt`; null otherwise. */
+  backfill: { through: string | null; resumeAt: string } | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -91,6 +102,16 @@ export interface PreviewView {
   occurrences: OccurrenceView[];
 }
 
+/** A backfill started: the occurrences it runs. */
+export interface BackfillView {
+  jobId: string;
+  first: string;
+  last: string;
+  count: number;
+  /** The regular occurrence the job resumes from afterwards. */
+  resumeAt: string;
+}
+
 export interface JobCommands {
   create(namespace: string, body: unknown): Promise<{ created: boolean; job: JobView }>;
   get(namespace: string, jobId: string): Promise<JobView>;
@@ -106,6 +127,10 @@ export interface JobCommands {
     body: unknown,
     expectedVersion?: unknown,
   ): Promise<{ job: JobView; appliesFrom: 'now' | 'next-claim' }>;
+  /** Runs a recurring job's occurrences in [from, to) in order, one at a time. */
+  startBackfill(namespace: string, jobId: string, body: unknown): Promise<BackfillView>;
+  /** Stops a backfill: a waiting job resumes its schedule at once, a running backfill run finishes first. */
+  cancelBackfill(namespace: string, jobId: string): Promise<{ finishing: boolean }>;
   /** Asks the agent running the job to stop; `by` names the caller (Principal.actor). */
   abort(namespace: string, jobId: string, input: { by: string; stopSchedule: boolean }): Promise<AbortView>;
   /** The next occurrences of a schedule, marked where DST moved them. */
@@ -253,6 +278,43 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
           return assertNever(result);
       }
     },
+    async startBackfill(namespace, jobId, body) {
+      const id = parseId(jobId);
+      const range = parseBackfill(body);
+      const result = await store.lease.startBackfill(namespace, id, range);
+      switch (result.kind) {
+        case 'started':
+          onJobsDue();
+          return {
+            jobId: id,
+            first: result.first.toISOString(),
+            last: result.last.toISOString(),
+            count: result.count,
+            resumeAt: result.resumeAt.toISOString(),
+          };
+        case 'not-found':
+          throw notFound(jobId);
+        case 'refused':
+          if (!result.conflict) throw new ApiError('invalid_argument', result.message, result.field);
+          throw new ApiError('failed_precondition', result.message, undefined, { state: result.state });
+        default:
+          return assertNever(result);
+      }
+    },
+    async cancelBackfill(namespace, jobId) {
+      const result = await store.lease.cancelBackfill(namespace, parseId(jobId));
+      switch (result.kind) {
+        case 'cancelled':
+          onJobsDue();
+          return { finishing: result.finishing };
+        case 'none':
+          throw new ApiError('failed_precondition', 'no backfill of this job is running', undefined, { backfill: null });
+        case 'not-found':
+          throw notFound(jobId);
+        default:
+          return assertNever(result);
+      }
+    },
     async abort(namespace, jobId, input) {
       const result = await store.lease.abort(namespace, parseId(jobId), input);
       switch (result.kind) {
@@ -378,6 +440,7 @@ export function toJobView(job: JobRecord, defaults: RetryDefaults): JobView {
     version: job.version,
     overlapPolicy: job.overlapPolicy,
     catchupWindowMs: job.catchupWindowMs,
+    backfill: job.backfill === null ? null : { through: iso(job.backfill.through), resumeAt: job.backfill.resumeAt.toISOString() },
     createdAt: job.createdAt.toISOString(),
     updatedAt: job.updatedAt.toISOString(),
   };

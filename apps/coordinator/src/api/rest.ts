@@ -124,6 +124,13 @@ export function createRestServer(deps: {
     const aborted = await commands.abort(caller.namespace, request.params.id, { by: caller.actor, stopSchedule });
     return reply.code(202).send(aborted);
   });
+  app.post<{ Params: { id: string } }>('/jobs/:id/backfill', async (request, reply) => {
+    const started = await commands.startBackfill(namespaceFor(request, 'write'), request.params.id, request.body);
+    return reply.code(202).send(started);
+  });
+  app.delete<{ Params: { id: string } }>('/jobs/:id/backfill', async (request) =>
+    commands.cancelBackfill(namespaceFor(request, 'write'), request.params.id),
+  );
   app.get<{ Params: { id: string }; Querystring: { count?: string } }>('/jobs/:id/upcoming', async (request) =>
     commands.upcoming(namespaceFor(request, 'read'), request.params.id, request.query.count),
   );

@@ -359,6 +359,23 @@ export function parseExpectedVersion(value: unknown): number | undefined {
   return Number(match[1]);
 }
 
+const backfillSchema = z.strictObject({ from: z.unknown(), to: z.unknown() });
+
+/** POST /jobs/{id}/backfill: {from, to}, RFC 3339, from before to. */
+export function parseBackfill(body: unknown): { from: Date; to: Date } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ValidationError('body', 'request body must be a JSON object {from, to}');
+  }
+  const parsed = backfillSchema.safeParse(body);
+  if (!parsed.success) throw fromZod(parsed.error, body);
+  if (parsed.data.from === undefined || parsed.data.from === null) throw new ValidationError('from', 'from is required');
+  if (parsed.data.to === undefined || parsed.data.to === null) throw new ValidationError('to', 'to is required');
+  const from = scheduleField(() => parseRunAt(parsed.data.from, 'from'));
+  const to = scheduleField(() => parseRunAt(parsed.data.to, 'to'));
+  if (to.getTime() <= from.getTime()) throw new ValidationError('to', 'to must be after from (the range is [from, to))');
+  return { from, to };
+}
+
 export interface ListJobsInput {
   state?: JobState;
   task?: string;

@@ -129,6 +129,15 @@ describe('security: tokens, roles and namespaces', () => {
     { name: 'POST /jobs/{id}/pause', need: 'write', ok: 200, scoped: true, call: (api, id) => api.control(id, 'pause') },
     { name: 'POST /jobs/{id}/resume', need: 'write', ok: 200, scoped: true, call: (api, id) => api.control(id, 'resume') },
     { name: 'POST /jobs/{id}/trigger', need: 'write', ok: 200, scoped: true, call: (api, id) => api.control(id, 'trigger') },
+    // The job is one-off: a caller allowed to backfill is told it cannot be (409), and nothing changes.
+    {
+      name: 'POST /jobs/{id}/backfill',
+      need: 'write',
+      ok: 409,
+      scoped: true,
+      call: (api, id) => api.call('POST', `/jobs/${id}/backfill`, { from: '2020-01-01T00:00:00Z', to: '2020-01-02T00:00:00Z' }),
+    },
+    { name: 'DELETE /jobs/{id}/backfill', need: 'write', ok: 409, scoped: true, call: (api, id) => api.call('DELETE', `/jobs/${id}/backfill`) },
     { name: 'GET /jobs/{id}/upcoming', need: 'read', ok: 200, scoped: true, call: (api, id) => api.call('GET', `/jobs/${id}/upcoming`) },
     {
       name: 'POST /schedules/preview',
@@ -262,6 +271,14 @@ describe('security: tokens, roles and namespaces', () => {
       { name: 'ResumeJob', need: 'write', scoped: true, call: (c, id) => c.resumeJob(id) },
       { name: 'TriggerJob', need: 'write', scoped: true, call: (c, id) => c.triggerJob(id) },
       { name: 'ListUpcoming', need: 'read', scoped: true, call: (c, id) => c.listUpcoming(id) },
+      {
+        name: 'StartBackfill',
+        need: 'write',
+        scoped: true,
+        allowed: 'failed-precondition',
+        call: (c, id) => c.startBackfill(id, { from: '2020-01-01T00:00:00Z', to: '2020-01-02T00:00:00Z' }),
+      },
+      { name: 'CancelBackfill', need: 'write', scoped: true, allowed: 'failed-precondition', call: (c, id) => c.cancelBackfill(id) },
       { name: 'PreviewSchedule', need: 'read', scoped: false, call: (c) => c.previewSchedule({ schedule: '0 * * * *' }) },
       { name: 'ListAgents', need: 'read', scoped: false, call: (c) => c.listAgents() },
       { name: 'CreateToken', need: 'admin', scoped: false, call: (c) => c.createToken({ role: 'reader' }) },

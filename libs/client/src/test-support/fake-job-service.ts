@@ -97,6 +97,8 @@ const DEFAULT_HANDLERS: { [K in MethodName]: FakeHandler<K> } = {
     job: sampleJob({ id: request.jobId, name: request.name ?? 'nightly report', version: 5 }),
     applies: EditApplies.NEXT_CLAIM,
   }),
+  startBackfill: (request) => ({ first: request.from, last: request.to, count: 3, resumeAt: timestampFromDate(new Date('2030-01-02T02:00:00Z')) }),
+  cancelBackfill: () => ({ finishing: true }),
   previewSchedule: (request) => ({
     schedule: request.schedule,
     timezone: request.timezone || 'UTC',
@@ -205,6 +207,8 @@ export async function startFakeJobService(handlers: FakeHandlers = {}): Promise<
     cancelJob: unary('cancelJob'),
     abortRun: unary('abortRun'),
     updateJob: unary('updateJob'),
+    startBackfill: unary('startBackfill'),
+    cancelBackfill: unary('cancelBackfill'),
     previewSchedule: unary('previewSchedule'),
     listUpcoming: unary('listUpcoming'),
     pauseJob: unary('pauseJob'),

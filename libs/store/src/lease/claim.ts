@@ -20,7 +20,8 @@ export interface ClaimRequest {
   /**
    * A recurring job with misfire policy `skip` that is later than this is not
    * claimed: `skipMisfired` moves it to its next future occurrence instead, so
-   * `skip` never runs an occurrence late. Default 60 s.
+   * `skip` never runs an occurrence late. Default 60 s. (A run a policy planned
+   * late on purpose, with a `next_reason`, is exempt.)
    */
   misfireThresholdMs?: number;
   now?: Date;
@@ -81,7 +82,7 @@ export const CLAIM_SQL = `
 WITH due AS MATERIALIZED (
   SELECT id FROM jobs
   WHERE state = 'DUE' AND next_run_at <= (SELECT ${NOW(1)}) AND task = ANY($2::text[]) AND namespace = $7
-    AND NOT (misfire_policy = 'skip' AND schedule IS NOT NULL
+    AND NOT (misfire_policy = 'skip' AND schedule IS NOT NULL AND next_reason IS NULL
              AND next_run_at < ${NOW(1)} - make_interval(secs => $6::double precision / 1000))
   ORDER BY next_run_at
   LIMIT $3

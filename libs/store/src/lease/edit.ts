@@ -129,6 +129,7 @@ export async function editJob(
       set.decided_through = null;
       set.next_reason = null;
       set.busy_since = null;
+      set.backfill_resume_at = null;
     }
     if (edit.retry !== undefined) {
       set.retry_initial_ms = edit.retry.initialMs;

@@ -20,6 +20,7 @@ import { storeCall } from '../pg-errors';
 import type { RetryPolicy } from '../settle';
 import { claimDue, type ClaimedJob, type ClaimRequest } from './claim';
 import { requestAbort, type AbortRequestInput, type AbortResult } from './abort';
+import { cancelBackfill, startBackfill, type BackfillResult, type CancelBackfillResult } from './backfill';
 import { editJob, type EditResult, type JobEdit } from './edit';
 import { cancel, pause, resume, trigger, type CancelResult, type ControlResult } from './control';
 import { release, type ReleaseResult } from './release';
@@ -31,6 +32,7 @@ export { CLAIM_SQL, DEFAULT_MISFIRE_THRESHOLD_MS, type ClaimedJob, type ClaimReq
 export type { AbortRequestInput, AbortResult } from './abort';
 export type { CancelResult, ControlResult } from './control';
 export type { EditResult, JobEdit } from './edit';
+export { MAX_BACKFILL_OCCURRENCES, type BackfillResult, type CancelBackfillResult } from './backfill';
 export { isJobId, type HeldLeaseRef, type LeaseRef } from './refs';
 export type { ReleaseResult } from './release';
 export { DEFAULT_ABORT_GRACE_MS, type LeaseLostReason, type RenewResult } from './renew';
@@ -50,6 +52,9 @@ export interface LeaseStatements {
   cancel(namespace: string, jobId: string, now?: Date): Promise<CancelResult>;
   /** Changes a job's settings in place, under its row lock (edit.ts). */
   edit(namespace: string, jobId: string, edit: JobEdit, options?: { expectedVersion?: number; now?: Date }): Promise<EditResult>;
+  /** Runs a recurring job's occurrences in [from, to) in order (backfill.ts). */
+  startBackfill(namespace: string, jobId: string, range: { from: Date; to: Date }, now?: Date): Promise<BackfillResult>;
+  cancelBackfill(namespace: string, jobId: string, now?: Date): Promise<CancelBackfillResult>;
   /** Asks the holder of a CLAIMED job's lease to stop the run (abort.ts). */
   abort(namespace: string, jobId: string, input: AbortRequestInput, now?: Date): Promise<AbortResult>;
   pause(namespace: string, jobId: string, now?: Date): Promise<ControlResult>;
@@ -68,6 +73,8 @@ export function leaseStatements(pool: Pool, retry: RetryPolicy = {}): LeaseState
     abortOverlapped: (options) => guard('abortOverlapped', () => abortOverlapped(pool, options)),
     cancel: (namespace, jobId, now) => guard('cancel', () => cancel(pool, namespace, jobId, now)),
     edit: (namespace, jobId, edit, options) => guard('edit', () => editJob(pool, namespace, jobId, edit, options)),
+    startBackfill: (namespace, jobId, range, now) => guard('startBackfill', () => startBackfill(pool, namespace, jobId, range, now)),
+    cancelBackfill: (namespace, jobId, now) => guard('cancelBackfill', () => cancelBackfill(pool, namespace, jobId, now)),
     abort: (namespace, jobId, input, now) => guard('abort', () => requestAbort(pool, namespace, jobId, input, now)),
     pause: (namespace, jobId, now) => guard('pause', () => pause(pool, namespace, jobId, now)),
     resume: (namespace, jobId, now) => guard('resume', () => resume(pool, namespace, jobId, now)),

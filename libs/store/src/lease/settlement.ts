@@ -54,6 +54,7 @@ const LOCKED_COLUMNS = `j.id, j.lease_generation, j.lease_owner, j.schedule, j.t
   j.attempt, j.max_attempts, j.misfire_policy, j.abort_requested_at, j.abort_requested_by, j.abort_stop_schedule,
   j.retry_initial_ms, j.retry_max_ms, j.retry_multiplier, j.retry_jitter, j.start_jitter_ms, j.pause_on_failure,
   j.rescheduled_at, j.overlap_policy, j.catchup_window_ms, j.run_through, j.decided_through, j.next_reason, j.busy_since,
+  j.backfill_resume_at,
   (SELECT r.started_at FROM runs r WHERE r.job_id = j.id AND r.lease_generation = j.lease_generation) AS run_started_at`;
 
 function toLockedJob(row: Record<string, unknown>): LockedJob {
@@ -89,6 +90,7 @@ function toLockedJob(row: Record<string, unknown>): LockedJob {
     nextReason: (row.next_reason as string | null) ?? null,
     runStartedAt: (row.run_started_at as Date | null) ?? null,
     busySince: (row.busy_since as Date | null) ?? null,
+    backfillResumeAt: (row.backfill_resume_at as Date | null) ?? null,
   };
 }
 
@@ -261,10 +263,12 @@ async function applyEndings(
        paused_reason = u.paused_reason,
        rescheduled_at = CASE WHEN u.occurrence_at IS NOT DISTINCT FROM j.occurrence_at THEN j.rescheduled_at END,
        run_through = u.run_through, decided_through = u.decided_through, next_reason = u.next_reason, busy_since = u.busy_since,
-       lease_until = NULL, lease_owner = NULL, lease_token = NULL, ${CLEAR_ABORT}, updated_at = $11
+       backfill_resume_at = u.backfill_resume_at,
+       lease_until = NULL, lease_owner = NULL, lease_token = NULL, ${CLEAR_ABORT}, updated_at = $12
      FROM unnest($1::uuid[], $2::kairos_job_state[], $3::timestamptz[], $4::timestamptz[], $5::int[], $6::text[],
-                 $7::timestamptz[], $8::timestamptz[], $9::text[], $10::timestamptz[])
-       AS u(id, state, next_run_at, occurrence_at, attempt, paused_reason, run_through, decided_through, next_reason, busy_since)
+                 $7::timestamptz[], $8::timestamptz[], $9::text[], $10::timestamptz[], $11::timestamptz[])
+       AS u(id, state, next_run_at, occurrence_at, attempt, paused_reason, run_through, decided_through, next_reason, busy_since,
+            backfill_resume_at)
      WHERE j.id = u.id`,
     [
       ids,
@@ -277,6 +281,7 @@ async function applyEndings(
       plans.map((p) => p.decidedThrough),
       plans.map((p) => p.nextReason),
       plans.map((p) => p.busySince),
+      plans.map((p) => p.backfillResumeAt),
       now,
     ],
   );
@@ -369,7 +374,7 @@ export async function skipMisfired(
     const { rows } = await client.query(
       `SELECT ${LOCKED_COLUMNS}, ${NOW(1)} AS now
        FROM jobs j
-       WHERE j.state = 'DUE' AND j.schedule IS NOT NULL
+       WHERE j.state = 'DUE' AND j.schedule IS NOT NULL AND j.backfill_resume_at IS NULL AND j.next_reason IS NULL
          AND ((j.misfire_policy = 'skip' AND j.next_run_at < ${NOW(1)} - make_interval(secs => $2::double precision / 1000))
            OR (j.misfire_policy = 'catch-up' AND j.catchup_window_ms IS NOT NULL AND j.attempt = 0
                AND j.occurrence_at < ${NOW(1)} - make_interval(secs => j.catchup_window_ms::double precision / 1000)))

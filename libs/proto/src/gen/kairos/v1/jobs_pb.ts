@@ -37,7 +37,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file kairos/v1/jobs.proto.
  */
 export const file_kairos_v1_jobs: GenFile = /*@__PURE__*/
-  fileDesc("ChRrYWlyb3MvdjEvam9icy5wcm90bxIJa2Fpcm9zLnYxIpQGCgNKb2ISCgoCaWQYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEgwKBG5hbWUYAyABKAkSDAoEdGFzaxgEIAEoCRIsCgZydW5fYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYBiABKAlIABIQCgh0aW1lem9uZRgHIAEoCRIoCgdwYXlsb2FkGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIiCgVzdGF0ZRgJIAEoDjITLmthaXJvcy52MS5Kb2JTdGF0ZRIvCgtuZXh0X3J1bl9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgLIAEoDRIUCgxtYXhfYXR0ZW1wdHMYDCABKA0SFwoPdGltZW91dF9zZWNvbmRzGA0gASgNEjAKDm1pc2ZpcmVfcG9saWN5GA4gASgOMhgua2Fpcm9zLnYxLk1pc2ZpcmVQb2xpY3kSFwoPaWRlbXBvdGVuY3lfa2V5GA8gASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YECABKAQSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFYWJvcnQYEyABKAsyGi5rYWlyb3MudjEuQWJvcnRJblByb2dyZXNzEiUKBXJldHJ5GBQgASgLMhYua2Fpcm9zLnYxLlJldHJ5UG9saWN5EhEKCWppdHRlcl9tcxgVIAEoDRIYChBwYXVzZV9vbl9mYWlsdXJlGBYgASgIEhUKDXBhdXNlZF9yZWFzb24YFyABKAkSDwoHdmVyc2lvbhgYIAEoDRIwCg5vdmVybGFwX3BvbGljeRgZIAEoDjIYLmthaXJvcy52MS5PdmVybGFwUG9saWN5EhkKEWNhdGNodXBfd2luZG93X21zGBogASgEQgYKBHdoZW4iwQEKC1JldHJ5UG9saWN5EiAKE2luaXRpYWxfaW50ZXJ2YWxfbXMYASABKA1IAIgBARIcCg9tYXhfaW50ZXJ2YWxfbXMYAiABKA1IAYgBARIXCgptdWx0aXBsaWVyGAMgASgBSAKIAQESEwoGaml0dGVyGAQgASgBSAOIAQFCFgoUX2luaXRpYWxfaW50ZXJ2YWxfbXNCEgoQX21heF9pbnRlcnZhbF9tc0INCgtfbXVsdGlwbGllckIJCgdfaml0dGVyInAKD0Fib3J0SW5Qcm9ncmVzcxIwCgxyZXF1ZXN0ZWRfYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDHJlcXVlc3RlZF9ieRgCIAEoCRIVCg1zdG9wX3NjaGVkdWxlGAMgASgIItICCgNSdW4SDgoGcnVuX2lkGAEgASgJEg4KBmpvYl9pZBgCIAEoCRIPCgdhdHRlbXB0GAMgASgNEhgKEGxlYXNlX2dlbmVyYXRpb24YBCABKAQSMQoNc2NoZWR1bGVkX2ZvchgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKc3RhcnRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKB291dGNvbWUYCCABKA4yFS5rYWlyb3MudjEuUnVuT3V0Y29tZRIRCgl3b3JrZXJfaWQYCSABKAkSDQoFZXJyb3IYCiABKAkSEgoKYWJvcnRlZF9ieRgLIAEoCRIOCgZyZWFzb24YDCABKAkizgIKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEg0KBXRhc2tzGAIgAygJEhAKCGNhcGFjaXR5GAMgASgNEhEKCWluX2ZsaWdodBgEIAEoDRIwCgxjb25uZWN0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKEWxhc3RfaGVhcnRiZWF0X2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghkcmFpbmluZxgHIAEoCBIPCgd2ZXJzaW9uGAggASgJEhYKDmNvb3JkaW5hdG9yX2lkGAkgASgJEhEKCW5hbWVzcGFjZRgKIAEoCRI1ChFxdWFyYW50aW5lZF91bnRpbBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcHJvYmF0aW9uGAwgASgIIs8DChBDcmVhdGVKb2JSZXF1ZXN0EiwKBnJ1bl9hdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABISCghzY2hlZHVsZRgCIAEoCUgAEhAKCHRpbWV6b25lGAMgASgJEgwKBHRhc2sYBCABKAkSKAoHcGF5bG9hZBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDAoEbmFtZRgGIAEoCRIUCgxtYXhfYXR0ZW1wdHMYByABKA0SFwoPdGltZW91dF9zZWNvbmRzGAggASgNEjAKDm1pc2ZpcmVfcG9saWN5GAkgASgOMhgua2Fpcm9zLnYxLk1pc2ZpcmVQb2xpY3kSFwoPaWRlbXBvdGVuY3lfa2V5GAogASgJEiUKBXJldHJ5GAsgASgLMhYua2Fpcm9zLnYxLlJldHJ5UG9saWN5EhEKCWppdHRlcl9tcxgMIAEoDRIYChBwYXVzZV9vbl9mYWlsdXJlGA0gASgIEjAKDm92ZXJsYXBfcG9saWN5GA4gASgOMhgua2Fpcm9zLnYxLk92ZXJsYXBQb2xpY3kSGQoRY2F0Y2h1cF93aW5kb3dfbXMYDyABKARCBgoEd2hlbiI0ChFDcmVhdGVKb2JSZXNwb25zZRIOCgZqb2JfaWQYASABKAkSDwoHY3JlYXRlZBgCIAEoCCIfCg1HZXRKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSItCg5HZXRKb2JSZXNwb25zZRIbCgNqb2IYASABKAsyDi5rYWlyb3MudjEuSm9iImIKD0xpc3RKb2JzUmVxdWVzdBIiCgVzdGF0ZRgBIAEoDjITLmthaXJvcy52MS5Kb2JTdGF0ZRIMCgR0YXNrGAIgASgJEg0KBWxpbWl0GAMgASgNEg4KBmN1cnNvchgEIAEoCSJFChBMaXN0Sm9ic1Jlc3BvbnNlEhwKBGpvYnMYASADKAsyDi5rYWlyb3MudjEuSm9iEhMKC25leHRfY3Vyc29yGAIgASgJIiIKEENhbmNlbEpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIhMKEUNhbmNlbEpvYlJlc3BvbnNlIu8EChBVcGRhdGVKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRIYChBleHBlY3RlZF92ZXJzaW9uGAIgASgNEhUKCHNjaGVkdWxlGAMgASgJSACIAQESFQoIdGltZXpvbmUYBCABKAlIAYgBARIqCgZydW5fYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEigKB3BheWxvYWQYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKBG5hbWUYByABKAlIAogBARIZCgxtYXhfYXR0ZW1wdHMYCCABKA1IA4gBARIcCg90aW1lb3V0X3NlY29uZHMYCSABKA1IBIgBARIwCg5taXNmaXJlX3BvbGljeRgKIAEoDjIYLmthaXJvcy52MS5NaXNmaXJlUG9saWN5EiUKBXJldHJ5GAsgASgLMhYua2Fpcm9zLnYxLlJldHJ5UG9saWN5EhYKCWppdHRlcl9tcxgMIAEoDUgFiAEBEh0KEHBhdXNlX29uX2ZhaWx1cmUYDSABKAhIBogBARIwCg5vdmVybGFwX3BvbGljeRgOIAEoDjIYLmthaXJvcy52MS5PdmVybGFwUG9saWN5Eh4KEWNhdGNodXBfd2luZG93X21zGA8gASgESAeIAQFCCwoJX3NjaGVkdWxlQgsKCV90aW1lem9uZUIHCgVfbmFtZUIPCg1fbWF4X2F0dGVtcHRzQhIKEF90aW1lb3V0X3NlY29uZHNCDAoKX2ppdHRlcl9tc0ITChFfcGF1c2Vfb25fZmFpbHVyZUIUChJfY2F0Y2h1cF93aW5kb3dfbXMiWQoRVXBkYXRlSm9iUmVzcG9uc2USGwoDam9iGAEgASgLMg4ua2Fpcm9zLnYxLkpvYhInCgdhcHBsaWVzGAIgASgOMhYua2Fpcm9zLnYxLkVkaXRBcHBsaWVzIjgKD0Fib3J0UnVuUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSFQoNc3RvcF9zY2hlZHVsZRgCIAEoCCJ7ChBBYm9ydFJ1blJlc3BvbnNlEg4KBnJ1bl9pZBgBIAEoCRIYChBsZWFzZV9nZW5lcmF0aW9uGAIgASgEEhAKCGFnZW50X2lkGAMgASgJEhQKDHJlcXVlc3RlZF9ieRgEIAEoCRIVCg1zdG9wX3NjaGVkdWxlGAUgASgIInUKFlByZXZpZXdTY2hlZHVsZVJlcXVlc3QSEAoIc2NoZWR1bGUYASABKAkSEAoIdGltZXpvbmUYAiABKAkSDQoFY291bnQYAyABKA0SKAoEZnJvbRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiaQoXUHJldmlld1NjaGVkdWxlUmVzcG9uc2USEAoIc2NoZWR1bGUYASABKAkSEAoIdGltZXpvbmUYAiABKAkSKgoLb2NjdXJyZW5jZXMYAyADKAsyFS5rYWlyb3MudjEuT2NjdXJyZW5jZSI0ChNMaXN0VXBjb21pbmdSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRINCgVjb3VudBgCIAEoDSJ2ChRMaXN0VXBjb21pbmdSZXNwb25zZRIOCgZqb2JfaWQYASABKAkSEAoIc2NoZWR1bGUYAiABKAkSEAoIdGltZXpvbmUYAyABKAkSKgoLb2NjdXJyZW5jZXMYBCADKAsyFS5rYWlyb3MudjEuT2NjdXJyZW5jZSKNAQoKT2NjdXJyZW5jZRImCgJhdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFbG9jYWwYAiABKAkSDgoGb2Zmc2V0GAMgASgJEh8KA2RzdBgEIAEoDjISLmthaXJvcy52MS5Ec3RNYXJrEhcKD3NjaGVkdWxlZF9sb2NhbBgFIAEoCSIhCg9QYXVzZUpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIi8KEFBhdXNlSm9iUmVzcG9uc2USGwoDam9iGAEgASgLMg4ua2Fpcm9zLnYxLkpvYiIiChBSZXN1bWVKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIwChFSZXN1bWVKb2JSZXNwb25zZRIbCgNqb2IYASABKAsyDi5rYWlyb3MudjEuSm9iIiMKEVRyaWdnZXJKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIxChJUcmlnZ2VySm9iUmVzcG9uc2USGwoDam9iGAEgASgLMg4ua2Fpcm9zLnYxLkpvYiJACg9MaXN0UnVuc1JlcXVlc3QSDgoGam9iX2lkGAEgASgJEg0KBWxpbWl0GAIgASgNEg4KBmN1cnNvchgDIAEoCSJFChBMaXN0UnVuc1Jlc3BvbnNlEhwKBHJ1bnMYASADKAsyDi5rYWlyb3MudjEuUnVuEhMKC25leHRfY3Vyc29yGAIgASgJIhMKEUxpc3RBZ2VudHNSZXF1ZXN0IjYKEkxpc3RBZ2VudHNSZXNwb25zZRIgCgZhZ2VudHMYASADKAsyEC5rYWlyb3MudjEuQWdlbnQqqwEKCEpvYlN0YXRlEhkKFUpPQl9TVEFURV9VTlNQRUNJRklFRBAAEhEKDUpPQl9TVEFURV9EVUUQARIVChFKT0JfU1RBVEVfQ0xBSU1FRBACEhcKE0pPQl9TVEFURV9DT01QTEVURUQQAxISCg5KT0JfU1RBVEVfREVBRBAEEhQKEEpPQl9TVEFURV9QQVVTRUQQBRIXChNKT0JfU1RBVEVfQ0FOQ0VMTEVEEAYqgwEKDU1pc2ZpcmVQb2xpY3kSHgoaTUlTRklSRV9QT0xJQ1lfVU5TUEVDSUZJRUQQABIcChhNSVNGSVJFX1BPTElDWV9GSVJFX09OQ0UQARIXChNNSVNGSVJFX1BPTElDWV9TS0lQEAISGwoXTUlTRklSRV9QT0xJQ1lfQ0FUQ0hfVVAQAyqnAQoNT3ZlcmxhcFBvbGljeRIeChpPVkVSTEFQX1BPTElDWV9VTlNQRUNJRklFRBAAEhcKE09WRVJMQVBfUE9MSUNZX1NLSVAQARIdChlPVkVSTEFQX1BPTElDWV9CVUZGRVJfT05FEAISHQoZT1ZFUkxBUF9QT0xJQ1lfQlVGRkVSX0FMTBADEh8KG09WRVJMQVBfUE9MSUNZX0NBTkNFTF9PVEhFUhAEKuMBCgpSdW5PdXRjb21lEhsKF1JVTl9PVVRDT01FX1VOU1BFQ0lGSUVEEAASFwoTUlVOX09VVENPTUVfUlVOTklORxABEhkKFVJVTl9PVVRDT01FX1NVQ0NFRURFRBACEhYKElJVTl9PVVRDT01FX0ZBSUxFRBADEhkKFVJVTl9PVVRDT01FX1RJTUVEX09VVBAEEh0KGVJVTl9PVVRDT01FX0xFQVNFX0VYUElSRUQQBRIZChVSVU5fT1VUQ09NRV9DQU5DRUxMRUQQBhIXChNSVU5fT1VUQ09NRV9TS0lQUEVEEAcqXgoLRWRpdEFwcGxpZXMSHAoYRURJVF9BUFBMSUVTX1VOU1BFQ0lGSUVEEAASFAoQRURJVF9BUFBMSUVTX05PVxABEhsKF0VESVRfQVBQTElFU19ORVhUX0NMQUlNEAIqeQoHRHN0TWFyaxIYChREU1RfTUFSS19VTlNQRUNJRklFRBAAEhgKFERTVF9NQVJLX0dBUF9TSElGVEVEEAESGwoXRFNUX01BUktfUkVQRUFURURfRklSU1QQAhIdChlEU1RfTUFSS19SRVBFQVRFRF9FTEFQU0VEEAMywAcKCkpvYlNlcnZpY2USRgoJQ3JlYXRlSm9iEhsua2Fpcm9zLnYxLkNyZWF0ZUpvYlJlcXVlc3QaHC5rYWlyb3MudjEuQ3JlYXRlSm9iUmVzcG9uc2USPQoGR2V0Sm9iEhgua2Fpcm9zLnYxLkdldEpvYlJlcXVlc3QaGS5rYWlyb3MudjEuR2V0Sm9iUmVzcG9uc2USQwoITGlzdEpvYnMSGi5rYWlyb3MudjEuTGlzdEpvYnNSZXF1ZXN0Ghsua2Fpcm9zLnYxLkxpc3RKb2JzUmVzcG9uc2USRgoJQ2FuY2VsSm9iEhsua2Fpcm9zLnYxLkNhbmNlbEpvYlJlcXVlc3QaHC5rYWlyb3MudjEuQ2FuY2VsSm9iUmVzcG9uc2USQwoIQWJvcnRSdW4SGi5rYWlyb3MudjEuQWJvcnRSdW5SZXF1ZXN0Ghsua2Fpcm9zLnYxLkFib3J0UnVuUmVzcG9uc2USQwoIUGF1c2VKb2ISGi5rYWlyb3MudjEuUGF1c2VKb2JSZXF1ZXN0Ghsua2Fpcm9zLnYxLlBhdXNlSm9iUmVzcG9uc2USRgoJUmVzdW1lSm9iEhsua2Fpcm9zLnYxLlJlc3VtZUpvYlJlcXVlc3QaHC5rYWlyb3MudjEuUmVzdW1lSm9iUmVzcG9uc2USSQoKVHJpZ2dlckpvYhIcLmthaXJvcy52MS5UcmlnZ2VySm9iUmVxdWVzdBodLmthaXJvcy52MS5UcmlnZ2VySm9iUmVzcG9uc2USQwoITGlzdFJ1bnMSGi5rYWlyb3MudjEuTGlzdFJ1bnNSZXF1ZXN0Ghsua2Fpcm9zLnYxLkxpc3RSdW5zUmVzcG9uc2USSQoKTGlzdEFnZW50cxIcLmthaXJvcy52MS5MaXN0QWdlbnRzUmVxdWVzdBodLmthaXJvcy52MS5MaXN0QWdlbnRzUmVzcG9uc2USRgoJVXBkYXRlSm9iEhsua2Fpcm9zLnYxLlVwZGF0ZUpvYlJlcXVlc3QaHC5rYWlyb3MudjEuVXBkYXRlSm9iUmVzcG9uc2USWAoPUHJldmlld1NjaGVkdWxlEiEua2Fpcm9zLnYxLlByZXZpZXdTY2hlZHVsZVJlcXVlc3QaIi5rYWlyb3MudjEuUHJldmlld1NjaGVkdWxlUmVzcG9uc2USTwoMTGlzdFVwY29taW5nEh4ua2Fpcm9zLnYxLkxpc3RVcGNvbWluZ1JlcXVlc3QaHy5rYWlyb3MudjEuTGlzdFVwY29taW5nUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChRrYWlyb3MvdjEvam9icy5wcm90bxIJa2Fpcm9zLnYxIsUGCgNKb2ISCgoCaWQYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEgwKBG5hbWUYAyABKAkSDAoEdGFzaxgEIAEoCRIsCgZydW5fYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYBiABKAlIABIQCgh0aW1lem9uZRgHIAEoCRIoCgdwYXlsb2FkGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIiCgVzdGF0ZRgJIAEoDjITLmthaXJvcy52MS5Kb2JTdGF0ZRIvCgtuZXh0X3J1bl9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgLIAEoDRIUCgxtYXhfYXR0ZW1wdHMYDCABKA0SFwoPdGltZW91dF9zZWNvbmRzGA0gASgNEjAKDm1pc2ZpcmVfcG9saWN5GA4gASgOMhgua2Fpcm9zLnYxLk1pc2ZpcmVQb2xpY3kSFwoPaWRlbXBvdGVuY3lfa2V5GA8gASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YECABKAQSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFYWJvcnQYEyABKAsyGi5rYWlyb3MudjEuQWJvcnRJblByb2dyZXNzEiUKBXJldHJ5GBQgASgLMhYua2Fpcm9zLnYxLlJldHJ5UG9saWN5EhEKCWppdHRlcl9tcxgVIAEoDRIYChBwYXVzZV9vbl9mYWlsdXJlGBYgASgIEhUKDXBhdXNlZF9yZWFzb24YFyABKAkSDwoHdmVyc2lvbhgYIAEoDRIwCg5vdmVybGFwX3BvbGljeRgZIAEoDjIYLmthaXJvcy52MS5PdmVybGFwUG9saWN5EhkKEWNhdGNodXBfd2luZG93X21zGBogASgEEi8KCGJhY2tmaWxsGBsgASgLMh0ua2Fpcm9zLnYxLkJhY2tmaWxsSW5Qcm9ncmVzc0IGCgR3aGVuInAKEkJhY2tmaWxsSW5Qcm9ncmVzcxIrCgd0aHJvdWdoGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCglyZXN1bWVfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIsEBCgtSZXRyeVBvbGljeRIgChNpbml0aWFsX2ludGVydmFsX21zGAEgASgNSACIAQESHAoPbWF4X2ludGVydmFsX21zGAIgASgNSAGIAQESFwoKbXVsdGlwbGllchgDIAEoAUgCiAEBEhMKBmppdHRlchgEIAEoAUgDiAEBQhYKFF9pbml0aWFsX2ludGVydmFsX21zQhIKEF9tYXhfaW50ZXJ2YWxfbXNCDQoLX211bHRpcGxpZXJCCQoHX2ppdHRlciJwCg9BYm9ydEluUHJvZ3Jlc3MSMAoMcmVxdWVzdGVkX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZXF1ZXN0ZWRfYnkYAiABKAkSFQoNc3RvcF9zY2hlZHVsZRgDIAEoCCLSAgoDUnVuEg4KBnJ1bl9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkSDwoHYXR0ZW1wdBgDIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAQgASgEEjEKDXNjaGVkdWxlZF9mb3IYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnN0YXJ0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgdvdXRjb21lGAggASgOMhUua2Fpcm9zLnYxLlJ1bk91dGNvbWUSEQoJd29ya2VyX2lkGAkgASgJEg0KBWVycm9yGAogASgJEhIKCmFib3J0ZWRfYnkYCyABKAkSDgoGcmVhc29uGAwgASgJIs4CCgVBZ2VudBIQCghhZ2VudF9pZBgBIAEoCRINCgV0YXNrcxgCIAMoCRIQCghjYXBhY2l0eRgDIAEoDRIRCglpbl9mbGlnaHQYBCABKA0SMAoMY29ubmVjdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1ChFsYXN0X2hlYXJ0YmVhdF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIZHJhaW5pbmcYByABKAgSDwoHdmVyc2lvbhgIIAEoCRIWCg5jb29yZGluYXRvcl9pZBgJIAEoCRIRCgluYW1lc3BhY2UYCiABKAkSNQoRcXVhcmFudGluZWRfdW50aWwYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXByb2JhdGlvbhgMIAEoCCLPAwoQQ3JlYXRlSm9iUmVxdWVzdBIsCgZydW5fYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYAiABKAlIABIQCgh0aW1lem9uZRgDIAEoCRIMCgR0YXNrGAQgASgJEigKB3BheWxvYWQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgwKBG5hbWUYBiABKAkSFAoMbWF4X2F0dGVtcHRzGAcgASgNEhcKD3RpbWVvdXRfc2Vjb25kcxgIIAEoDRIwCg5taXNmaXJlX3BvbGljeRgJIAEoDjIYLmthaXJvcy52MS5NaXNmaXJlUG9saWN5EhcKD2lkZW1wb3RlbmN5X2tleRgKIAEoCRIlCgVyZXRyeRgLIAEoCzIWLmthaXJvcy52MS5SZXRyeVBvbGljeRIRCglqaXR0ZXJfbXMYDCABKA0SGAoQcGF1c2Vfb25fZmFpbHVyZRgNIAEoCBIwCg5vdmVybGFwX3BvbGljeRgOIAEoDjIYLmthaXJvcy52MS5PdmVybGFwUG9saWN5EhkKEWNhdGNodXBfd2luZG93X21zGA8gASgEQgYKBHdoZW4iNAoRQ3JlYXRlSm9iUmVzcG9uc2USDgoGam9iX2lkGAEgASgJEg8KB2NyZWF0ZWQYAiABKAgiHwoNR2V0Sm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiLQoOR2V0Sm9iUmVzcG9uc2USGwoDam9iGAEgASgLMg4ua2Fpcm9zLnYxLkpvYiJiCg9MaXN0Sm9ic1JlcXVlc3QSIgoFc3RhdGUYASABKA4yEy5rYWlyb3MudjEuSm9iU3RhdGUSDAoEdGFzaxgCIAEoCRINCgVsaW1pdBgDIAEoDRIOCgZjdXJzb3IYBCABKAkiRQoQTGlzdEpvYnNSZXNwb25zZRIcCgRqb2JzGAEgAygLMg4ua2Fpcm9zLnYxLkpvYhITCgtuZXh0X2N1cnNvchgCIAEoCSIiChBDYW5jZWxKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSITChFDYW5jZWxKb2JSZXNwb25zZSLvBAoQVXBkYXRlSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSGAoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoDRIVCghzY2hlZHVsZRgDIAEoCUgAiAEBEhUKCHRpbWV6b25lGAQgASgJSAGIAQESKgoGcnVuX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIoCgdwYXlsb2FkGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCgRuYW1lGAcgASgJSAKIAQESGQoMbWF4X2F0dGVtcHRzGAggASgNSAOIAQESHAoPdGltZW91dF9zZWNvbmRzGAkgASgNSASIAQESMAoObWlzZmlyZV9wb2xpY3kYCiABKA4yGC5rYWlyb3MudjEuTWlzZmlyZVBvbGljeRIlCgVyZXRyeRgLIAEoCzIWLmthaXJvcy52MS5SZXRyeVBvbGljeRIWCglqaXR0ZXJfbXMYDCABKA1IBYgBARIdChBwYXVzZV9vbl9mYWlsdXJlGA0gASgISAaIAQESMAoOb3ZlcmxhcF9wb2xpY3kYDiABKA4yGC5rYWlyb3MudjEuT3ZlcmxhcFBvbGljeRIeChFjYXRjaHVwX3dpbmRvd19tcxgPIAEoBEgHiAEBQgsKCV9zY2hlZHVsZUILCglfdGltZXpvbmVCBwoFX25hbWVCDwoNX21heF9hdHRlbXB0c0ISChBfdGltZW91dF9zZWNvbmRzQgwKCl9qaXR0ZXJfbXNCEwoRX3BhdXNlX29uX2ZhaWx1cmVCFAoSX2NhdGNodXBfd2luZG93X21zIlkKEVVwZGF0ZUpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2ISJwoHYXBwbGllcxgCIAEoDjIWLmthaXJvcy52MS5FZGl0QXBwbGllcyJ4ChRTdGFydEJhY2tmaWxsUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSKAoEZnJvbRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoCdG8YAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqoBChVTdGFydEJhY2tmaWxsUmVzcG9uc2USKQoFZmlyc3QYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEigKBGxhc3QYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWNvdW50GAMgASgNEi0KCXJlc3VtZV9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiJwoVQ2FuY2VsQmFja2ZpbGxSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIrChZDYW5jZWxCYWNrZmlsbFJlc3BvbnNlEhEKCWZpbmlzaGluZxgBIAEoCCI4Cg9BYm9ydFJ1blJlcXVlc3QSDgoGam9iX2lkGAEgASgJEhUKDXN0b3Bfc2NoZWR1bGUYAiABKAgiewoQQWJvcnRSdW5SZXNwb25zZRIOCgZydW5faWQYASABKAkSGAoQbGVhc2VfZ2VuZXJhdGlvbhgCIAEoBBIQCghhZ2VudF9pZBgDIAEoCRIUCgxyZXF1ZXN0ZWRfYnkYBCABKAkSFQoNc3RvcF9zY2hlZHVsZRgFIAEoCCJ1ChZQcmV2aWV3U2NoZWR1bGVSZXF1ZXN0EhAKCHNjaGVkdWxlGAEgASgJEhAKCHRpbWV6b25lGAIgASgJEg0KBWNvdW50GAMgASgNEigKBGZyb20YBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImkKF1ByZXZpZXdTY2hlZHVsZVJlc3BvbnNlEhAKCHNjaGVkdWxlGAEgASgJEhAKCHRpbWV6b25lGAIgASgJEioKC29jY3VycmVuY2VzGAMgAygLMhUua2Fpcm9zLnYxLk9jY3VycmVuY2UiNAoTTGlzdFVwY29taW5nUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSDQoFY291bnQYAiABKA0idgoUTGlzdFVwY29taW5nUmVzcG9uc2USDgoGam9iX2lkGAEgASgJEhAKCHNjaGVkdWxlGAIgASgJEhAKCHRpbWV6b25lGAMgASgJEioKC29jY3VycmVuY2VzGAQgAygLMhUua2Fpcm9zLnYxLk9jY3VycmVuY2UijQEKCk9jY3VycmVuY2USJgoCYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWxvY2FsGAIgASgJEg4KBm9mZnNldBgDIAEoCRIfCgNkc3QYBCABKA4yEi5rYWlyb3MudjEuRHN0TWFyaxIXCg9zY2hlZHVsZWRfbG9jYWwYBSABKAkiIQoPUGF1c2VKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIvChBQYXVzZUpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiIgoQUmVzdW1lSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiMAoRUmVzdW1lSm9iUmVzcG9uc2USGwoDam9iGAEgASgLMg4ua2Fpcm9zLnYxLkpvYiIjChFUcmlnZ2VySm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiMQoSVHJpZ2dlckpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiQAoPTGlzdFJ1bnNSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRINCgVsaW1pdBgCIAEoDRIOCgZjdXJzb3IYAyABKAkiRQoQTGlzdFJ1bnNSZXNwb25zZRIcCgRydW5zGAEgAygLMg4ua2Fpcm9zLnYxLlJ1bhITCgtuZXh0X2N1cnNvchgCIAEoCSITChFMaXN0QWdlbnRzUmVxdWVzdCI2ChJMaXN0QWdlbnRzUmVzcG9uc2USIAoGYWdlbnRzGAEgAygLMhAua2Fpcm9zLnYxLkFnZW50KqsBCghKb2JTdGF0ZRIZChVKT0JfU1RBVEVfVU5TUEVDSUZJRUQQABIRCg1KT0JfU1RBVEVfRFVFEAESFQoRSk9CX1NUQVRFX0NMQUlNRUQQAhIXChNKT0JfU1RBVEVfQ09NUExFVEVEEAMSEgoOSk9CX1NUQVRFX0RFQUQQBBIUChBKT0JfU1RBVEVfUEFVU0VEEAUSFwoTSk9CX1NUQVRFX0NBTkNFTExFRBAGKoMBCg1NaXNmaXJlUG9saWN5Eh4KGk1JU0ZJUkVfUE9MSUNZX1VOU1BFQ0lGSUVEEAASHAoYTUlTRklSRV9QT0xJQ1lfRklSRV9PTkNFEAESFwoTTUlTRklSRV9QT0xJQ1lfU0tJUBACEhsKF01JU0ZJUkVfUE9MSUNZX0NBVENIX1VQEAMqpwEKDU92ZXJsYXBQb2xpY3kSHgoaT1ZFUkxBUF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIXChNPVkVSTEFQX1BPTElDWV9TS0lQEAESHQoZT1ZFUkxBUF9QT0xJQ1lfQlVGRkVSX09ORRACEh0KGU9WRVJMQVBfUE9MSUNZX0JVRkZFUl9BTEwQAxIfChtPVkVSTEFQX1BPTElDWV9DQU5DRUxfT1RIRVIQBCrjAQoKUnVuT3V0Y29tZRIbChdSVU5fT1VUQ09NRV9VTlNQRUNJRklFRBAAEhcKE1JVTl9PVVRDT01FX1JVTk5JTkcQARIZChVSVU5fT1VUQ09NRV9TVUNDRUVERUQQAhIWChJSVU5fT1VUQ09NRV9GQUlMRUQQAxIZChVSVU5fT1VUQ09NRV9USU1FRF9PVVQQBBIdChlSVU5fT1VUQ09NRV9MRUFTRV9FWFBJUkVEEAUSGQoVUlVOX09VVENPTUVfQ0FOQ0VMTEVEEAYSFwoTUlVOX09VVENPTUVfU0tJUFBFRBAHKl4KC0VkaXRBcHBsaWVzEhwKGEVESVRfQVBQTElFU19VTlNQRUNJRklFRBAAEhQKEEVESVRfQVBQTElFU19OT1cQARIbChdFRElUX0FQUExJRVNfTkVYVF9DTEFJTRACKnkKB0RzdE1hcmsSGAoURFNUX01BUktfVU5TUEVDSUZJRUQQABIYChREU1RfTUFSS19HQVBfU0hJRlRFRBABEhsKF0RTVF9NQVJLX1JFUEVBVEVEX0ZJUlNUEAISHQoZRFNUX01BUktfUkVQRUFURURfRUxBUFNFRBADMusICgpKb2JTZXJ2aWNlEkYKCUNyZWF0ZUpvYhIbLmthaXJvcy52MS5DcmVhdGVKb2JSZXF1ZXN0Ghwua2Fpcm9zLnYxLkNyZWF0ZUpvYlJlc3BvbnNlEj0KBkdldEpvYhIYLmthaXJvcy52MS5HZXRKb2JSZXF1ZXN0Ghkua2Fpcm9zLnYxLkdldEpvYlJlc3BvbnNlEkMKCExpc3RKb2JzEhoua2Fpcm9zLnYxLkxpc3RKb2JzUmVxdWVzdBobLmthaXJvcy52MS5MaXN0Sm9ic1Jlc3BvbnNlEkYKCUNhbmNlbEpvYhIbLmthaXJvcy52MS5DYW5jZWxKb2JSZXF1ZXN0Ghwua2Fpcm9zLnYxLkNhbmNlbEpvYlJlc3BvbnNlEkMKCEFib3J0UnVuEhoua2Fpcm9zLnYxLkFib3J0UnVuUmVxdWVzdBobLmthaXJvcy52MS5BYm9ydFJ1blJlc3BvbnNlEkMKCFBhdXNlSm9iEhoua2Fpcm9zLnYxLlBhdXNlSm9iUmVxdWVzdBobLmthaXJvcy52MS5QYXVzZUpvYlJlc3BvbnNlEkYKCVJlc3VtZUpvYhIbLmthaXJvcy52MS5SZXN1bWVKb2JSZXF1ZXN0Ghwua2Fpcm9zLnYxLlJlc3VtZUpvYlJlc3BvbnNlEkkKClRyaWdnZXJKb2ISHC5rYWlyb3MudjEuVHJpZ2dlckpvYlJlcXVlc3QaHS5rYWlyb3MudjEuVHJpZ2dlckpvYlJlc3BvbnNlEkMKCExpc3RSdW5zEhoua2Fpcm9zLnYxLkxpc3RSdW5zUmVxdWVzdBobLmthaXJvcy52MS5MaXN0UnVuc1Jlc3BvbnNlEkkKCkxpc3RBZ2VudHMSHC5rYWlyb3MudjEuTGlzdEFnZW50c1JlcXVlc3QaHS5rYWlyb3MudjEuTGlzdEFnZW50c1Jlc3BvbnNlEkYKCVVwZGF0ZUpvYhIbLmthaXJvcy52MS5VcGRhdGVKb2JSZXF1ZXN0Ghwua2Fpcm9zLnYxLlVwZGF0ZUpvYlJlc3BvbnNlElIKDVN0YXJ0QmFja2ZpbGwSHy5rYWlyb3MudjEuU3RhcnRCYWNrZmlsbFJlcXVlc3QaIC5rYWlyb3MudjEuU3RhcnRCYWNrZmlsbFJlc3BvbnNlElUKDkNhbmNlbEJhY2tmaWxsEiAua2Fpcm9zLnYxLkNhbmNlbEJhY2tmaWxsUmVxdWVzdBohLmthaXJvcy52MS5DYW5jZWxCYWNrZmlsbFJlc3BvbnNlElgKD1ByZXZpZXdTY2hlZHVsZRIhLmthaXJvcy52MS5QcmV2aWV3U2NoZWR1bGVSZXF1ZXN0GiIua2Fpcm9zLnYxLlByZXZpZXdTY2hlZHVsZVJlc3BvbnNlEk8KDExpc3RVcGNvbWluZxIeLmthaXJvcy52MS5MaXN0VXBjb21pbmdSZXF1ZXN0Gh8ua2Fpcm9zLnYxLkxpc3RVcGNvbWluZ1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A scheduled job as stored by the coordinator.
@@ -251,6 +251,13 @@ export type Job = Message<"kairos.v1.Job"> & {
    * @generated from field: uint64 catchup_window_ms = 26;
    */
   catchupWindowMs: bigint;
+
+  /**
+   * Set while a backfill runs (StartBackfill).
+   *
+   * @generated from field: kairos.v1.BackfillInProgress backfill = 27;
+   */
+  backfill?: BackfillInProgress | undefined;
 };
 
 /**
@@ -259,6 +266,34 @@ export type Job = Message<"kairos.v1.Job"> & {
  */
 export const JobSchema: GenMessage<Job> = /*@__PURE__*/
   messageDesc(file_kairos_v1_jobs, 0);
+
+/**
+ * A backfill in progress.
+ *
+ * @generated from message kairos.v1.BackfillInProgress
+ */
+export type BackfillInProgress = Message<"kairos.v1.BackfillInProgress"> & {
+  /**
+   * The last occurrence of the range; unset when the current one is the last.
+   *
+   * @generated from field: google.protobuf.Timestamp through = 1;
+   */
+  through?: Timestamp | undefined;
+
+  /**
+   * The regular occurrence the schedule resumes from afterwards.
+   *
+   * @generated from field: google.protobuf.Timestamp resume_at = 2;
+   */
+  resumeAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message kairos.v1.BackfillInProgress.
+ * Use `create(BackfillInProgressSchema)` to create a new message.
+ */
+export const BackfillInProgressSchema: GenMessage<BackfillInProgress> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 1);
 
 /**
  * How failed attempts are retried: the delay after attempt n is
@@ -303,7 +338,7 @@ export type RetryPolicy = Message<"kairos.v1.RetryPolicy"> & {
  * Use `create(RetryPolicySchema)` to create a new message.
  */
 export const RetryPolicySchema: GenMessage<RetryPolicy> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 1);
+  messageDesc(file_kairos_v1_jobs, 2);
 
 /**
  * An abort of a job's running run that has not settled yet.
@@ -339,7 +374,7 @@ export type AbortInProgress = Message<"kairos.v1.AbortInProgress"> & {
  * Use `create(AbortInProgressSchema)` to create a new message.
  */
 export const AbortInProgressSchema: GenMessage<AbortInProgress> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 2);
+  messageDesc(file_kairos_v1_jobs, 3);
 
 /**
  * One execution of a job (an attempt), or a skipped occurrence.
@@ -445,7 +480,7 @@ export type Run = Message<"kairos.v1.Run"> & {
  * Use `create(RunSchema)` to create a new message.
  */
 export const RunSchema: GenMessage<Run> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 3);
+  messageDesc(file_kairos_v1_jobs, 4);
 
 /**
  * A connected agent process, as seen by the coordinators.
@@ -545,7 +580,7 @@ export type Agent = Message<"kairos.v1.Agent"> & {
  * Use `create(AgentSchema)` to create a new message.
  */
 export const AgentSchema: GenMessage<Agent> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 4);
+  messageDesc(file_kairos_v1_jobs, 5);
 
 /**
  * @generated from message kairos.v1.CreateJobRequest
@@ -691,7 +726,7 @@ export type CreateJobRequest = Message<"kairos.v1.CreateJobRequest"> & {
  * Use `create(CreateJobRequestSchema)` to create a new message.
  */
 export const CreateJobRequestSchema: GenMessage<CreateJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 5);
+  messageDesc(file_kairos_v1_jobs, 6);
 
 /**
  * @generated from message kairos.v1.CreateJobResponse
@@ -719,7 +754,7 @@ export type CreateJobResponse = Message<"kairos.v1.CreateJobResponse"> & {
  * Use `create(CreateJobResponseSchema)` to create a new message.
  */
 export const CreateJobResponseSchema: GenMessage<CreateJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 6);
+  messageDesc(file_kairos_v1_jobs, 7);
 
 /**
  * @generated from message kairos.v1.GetJobRequest
@@ -738,7 +773,7 @@ export type GetJobRequest = Message<"kairos.v1.GetJobRequest"> & {
  * Use `create(GetJobRequestSchema)` to create a new message.
  */
 export const GetJobRequestSchema: GenMessage<GetJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 7);
+  messageDesc(file_kairos_v1_jobs, 8);
 
 /**
  * @generated from message kairos.v1.GetJobResponse
@@ -757,7 +792,7 @@ export type GetJobResponse = Message<"kairos.v1.GetJobResponse"> & {
  * Use `create(GetJobResponseSchema)` to create a new message.
  */
 export const GetJobResponseSchema: GenMessage<GetJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 8);
+  messageDesc(file_kairos_v1_jobs, 9);
 
 /**
  * @generated from message kairos.v1.ListJobsRequest
@@ -799,7 +834,7 @@ export type ListJobsRequest = Message<"kairos.v1.ListJobsRequest"> & {
  * Use `create(ListJobsRequestSchema)` to create a new message.
  */
 export const ListJobsRequestSchema: GenMessage<ListJobsRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 9);
+  messageDesc(file_kairos_v1_jobs, 10);
 
 /**
  * @generated from message kairos.v1.ListJobsResponse
@@ -825,7 +860,7 @@ export type ListJobsResponse = Message<"kairos.v1.ListJobsResponse"> & {
  * Use `create(ListJobsResponseSchema)` to create a new message.
  */
 export const ListJobsResponseSchema: GenMessage<ListJobsResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 10);
+  messageDesc(file_kairos_v1_jobs, 11);
 
 /**
  * @generated from message kairos.v1.CancelJobRequest
@@ -844,7 +879,7 @@ export type CancelJobRequest = Message<"kairos.v1.CancelJobRequest"> & {
  * Use `create(CancelJobRequestSchema)` to create a new message.
  */
 export const CancelJobRequestSchema: GenMessage<CancelJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 11);
+  messageDesc(file_kairos_v1_jobs, 12);
 
 /**
  * Intentionally empty: success means the job is CANCELLED.
@@ -859,7 +894,7 @@ export type CancelJobResponse = Message<"kairos.v1.CancelJobResponse"> & {
  * Use `create(CancelJobResponseSchema)` to create a new message.
  */
 export const CancelJobResponseSchema: GenMessage<CancelJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 12);
+  messageDesc(file_kairos_v1_jobs, 13);
 
 /**
  * @generated from message kairos.v1.UpdateJobRequest
@@ -976,7 +1011,7 @@ export type UpdateJobRequest = Message<"kairos.v1.UpdateJobRequest"> & {
  * Use `create(UpdateJobRequestSchema)` to create a new message.
  */
 export const UpdateJobRequestSchema: GenMessage<UpdateJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 13);
+  messageDesc(file_kairos_v1_jobs, 14);
 
 /**
  * @generated from message kairos.v1.UpdateJobResponse
@@ -1002,7 +1037,117 @@ export type UpdateJobResponse = Message<"kairos.v1.UpdateJobResponse"> & {
  * Use `create(UpdateJobResponseSchema)` to create a new message.
  */
 export const UpdateJobResponseSchema: GenMessage<UpdateJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 14);
+  messageDesc(file_kairos_v1_jobs, 15);
+
+/**
+ * @generated from message kairos.v1.StartBackfillRequest
+ */
+export type StartBackfillRequest = Message<"kairos.v1.StartBackfillRequest"> & {
+  /**
+   * Required. Identifier of the job.
+   *
+   * @generated from field: string job_id = 1;
+   */
+  jobId: string;
+
+  /**
+   * Required. Start of the range (inclusive).
+   *
+   * @generated from field: google.protobuf.Timestamp from = 2;
+   */
+  from?: Timestamp | undefined;
+
+  /**
+   * Required. End of the range (exclusive); not in the future.
+   *
+   * @generated from field: google.protobuf.Timestamp to = 3;
+   */
+  to?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message kairos.v1.StartBackfillRequest.
+ * Use `create(StartBackfillRequestSchema)` to create a new message.
+ */
+export const StartBackfillRequestSchema: GenMessage<StartBackfillRequest> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 16);
+
+/**
+ * @generated from message kairos.v1.StartBackfillResponse
+ */
+export type StartBackfillResponse = Message<"kairos.v1.StartBackfillResponse"> & {
+  /**
+   * The first and last occurrences the backfill runs.
+   *
+   * @generated from field: google.protobuf.Timestamp first = 1;
+   */
+  first?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp last = 2;
+   */
+  last?: Timestamp | undefined;
+
+  /**
+   * How many occurrences it runs.
+   *
+   * @generated from field: uint32 count = 3;
+   */
+  count: number;
+
+  /**
+   * The regular occurrence the schedule resumes from afterwards.
+   *
+   * @generated from field: google.protobuf.Timestamp resume_at = 4;
+   */
+  resumeAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message kairos.v1.StartBackfillResponse.
+ * Use `create(StartBackfillResponseSchema)` to create a new message.
+ */
+export const StartBackfillResponseSchema: GenMessage<StartBackfillResponse> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 17);
+
+/**
+ * @generated from message kairos.v1.CancelBackfillRequest
+ */
+export type CancelBackfillRequest = Message<"kairos.v1.CancelBackfillRequest"> & {
+  /**
+   * Required. Identifier of the job.
+   *
+   * @generated from field: string job_id = 1;
+   */
+  jobId: string;
+};
+
+/**
+ * Describes the message kairos.v1.CancelBackfillRequest.
+ * Use `create(CancelBackfillRequestSchema)` to create a new message.
+ */
+export const CancelBackfillRequestSchema: GenMessage<CancelBackfillRequest> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 18);
+
+/**
+ * @generated from message kairos.v1.CancelBackfillResponse
+ */
+export type CancelBackfillResponse = Message<"kairos.v1.CancelBackfillResponse"> & {
+  /**
+   * True when a backfill run is still running: it finishes, then the
+   * schedule resumes.
+   *
+   * @generated from field: bool finishing = 1;
+   */
+  finishing: boolean;
+};
+
+/**
+ * Describes the message kairos.v1.CancelBackfillResponse.
+ * Use `create(CancelBackfillResponseSchema)` to create a new message.
+ */
+export const CancelBackfillResponseSchema: GenMessage<CancelBackfillResponse> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 19);
 
 /**
  * @generated from message kairos.v1.AbortRunRequest
@@ -1030,7 +1175,7 @@ export type AbortRunRequest = Message<"kairos.v1.AbortRunRequest"> & {
  * Use `create(AbortRunRequestSchema)` to create a new message.
  */
 export const AbortRunRequestSchema: GenMessage<AbortRunRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 15);
+  messageDesc(file_kairos_v1_jobs, 20);
 
 /**
  * @generated from message kairos.v1.AbortRunResponse
@@ -1077,7 +1222,7 @@ export type AbortRunResponse = Message<"kairos.v1.AbortRunResponse"> & {
  * Use `create(AbortRunResponseSchema)` to create a new message.
  */
 export const AbortRunResponseSchema: GenMessage<AbortRunResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 16);
+  messageDesc(file_kairos_v1_jobs, 21);
 
 /**
  * @generated from message kairos.v1.PreviewScheduleRequest
@@ -1117,7 +1262,7 @@ export type PreviewScheduleRequest = Message<"kairos.v1.PreviewScheduleRequest">
  * Use `create(PreviewScheduleRequestSchema)` to create a new message.
  */
 export const PreviewScheduleRequestSchema: GenMessage<PreviewScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 17);
+  messageDesc(file_kairos_v1_jobs, 22);
 
 /**
  * @generated from message kairos.v1.PreviewScheduleResponse
@@ -1150,7 +1295,7 @@ export type PreviewScheduleResponse = Message<"kairos.v1.PreviewScheduleResponse
  * Use `create(PreviewScheduleResponseSchema)` to create a new message.
  */
 export const PreviewScheduleResponseSchema: GenMessage<PreviewScheduleResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 18);
+  messageDesc(file_kairos_v1_jobs, 23);
 
 /**
  * @generated from message kairos.v1.ListUpcomingRequest
@@ -1176,7 +1321,7 @@ export type ListUpcomingRequest = Message<"kairos.v1.ListUpcomingRequest"> & {
  * Use `create(ListUpcomingRequestSchema)` to create a new message.
  */
 export const ListUpcomingRequestSchema: GenMessage<ListUpcomingRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 19);
+  messageDesc(file_kairos_v1_jobs, 24);
 
 /**
  * @generated from message kairos.v1.ListUpcomingResponse
@@ -1216,7 +1361,7 @@ export type ListUpcomingResponse = Message<"kairos.v1.ListUpcomingResponse"> & {
  * Use `create(ListUpcomingResponseSchema)` to create a new message.
  */
 export const ListUpcomingResponseSchema: GenMessage<ListUpcomingResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 20);
+  messageDesc(file_kairos_v1_jobs, 25);
 
 /**
  * One occurrence of a schedule.
@@ -1266,7 +1411,7 @@ export type Occurrence = Message<"kairos.v1.Occurrence"> & {
  * Use `create(OccurrenceSchema)` to create a new message.
  */
 export const OccurrenceSchema: GenMessage<Occurrence> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 21);
+  messageDesc(file_kairos_v1_jobs, 26);
 
 /**
  * @generated from message kairos.v1.PauseJobRequest
@@ -1285,7 +1430,7 @@ export type PauseJobRequest = Message<"kairos.v1.PauseJobRequest"> & {
  * Use `create(PauseJobRequestSchema)` to create a new message.
  */
 export const PauseJobRequestSchema: GenMessage<PauseJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 22);
+  messageDesc(file_kairos_v1_jobs, 27);
 
 /**
  * @generated from message kairos.v1.PauseJobResponse
@@ -1304,7 +1449,7 @@ export type PauseJobResponse = Message<"kairos.v1.PauseJobResponse"> & {
  * Use `create(PauseJobResponseSchema)` to create a new message.
  */
 export const PauseJobResponseSchema: GenMessage<PauseJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 23);
+  messageDesc(file_kairos_v1_jobs, 28);
 
 /**
  * @generated from message kairos.v1.ResumeJobRequest
@@ -1323,7 +1468,7 @@ export type ResumeJobRequest = Message<"kairos.v1.ResumeJobRequest"> & {
  * Use `create(ResumeJobRequestSchema)` to create a new message.
  */
 export const ResumeJobRequestSchema: GenMessage<ResumeJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 24);
+  messageDesc(file_kairos_v1_jobs, 29);
 
 /**
  * @generated from message kairos.v1.ResumeJobResponse
@@ -1342,7 +1487,7 @@ export type ResumeJobResponse = Message<"kairos.v1.ResumeJobResponse"> & {
  * Use `create(ResumeJobResponseSchema)` to create a new message.
  */
 export const ResumeJobResponseSchema: GenMessage<ResumeJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 25);
+  messageDesc(file_kairos_v1_jobs, 30);
 
 /**
  * @generated from message kairos.v1.TriggerJobRequest
@@ -1361,7 +1506,7 @@ export type TriggerJobRequest = Message<"kairos.v1.TriggerJobRequest"> & {
  * Use `create(TriggerJobRequestSchema)` to create a new message.
  */
 export const TriggerJobRequestSchema: GenMessage<TriggerJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 26);
+  messageDesc(file_kairos_v1_jobs, 31);
 
 /**
  * @generated from message kairos.v1.TriggerJobResponse
@@ -1380,7 +1525,7 @@ export type TriggerJobResponse = Message<"kairos.v1.TriggerJobResponse"> & {
  * Use `create(TriggerJobResponseSchema)` to create a new message.
  */
 export const TriggerJobResponseSchema: GenMessage<TriggerJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 27);
+  messageDesc(file_kairos_v1_jobs, 32);
 
 /**
  * @generated from message kairos.v1.ListRunsRequest
@@ -1415,7 +1560,7 @@ export type ListRunsRequest = Message<"kairos.v1.ListRunsRequest"> & {
  * Use `create(ListRunsRequestSchema)` to create a new message.
  */
 export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 28);
+  messageDesc(file_kairos_v1_jobs, 33);
 
 /**
  * @generated from message kairos.v1.ListRunsResponse
@@ -1441,7 +1586,7 @@ export type ListRunsResponse = Message<"kairos.v1.ListRunsResponse"> & {
  * Use `create(ListRunsResponseSchema)` to create a new message.
  */
 export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 29);
+  messageDesc(file_kairos_v1_jobs, 34);
 
 /**
  * @generated from message kairos.v1.ListAgentsRequest
@@ -1454,7 +1599,7 @@ export type ListAgentsRequest = Message<"kairos.v1.ListAgentsRequest"> & {
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 30);
+  messageDesc(file_kairos_v1_jobs, 35);
 
 /**
  * @generated from message kairos.v1.ListAgentsResponse
@@ -1473,7 +1618,7 @@ export type ListAgentsResponse = Message<"kairos.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 31);
+  messageDesc(file_kairos_v1_jobs, 36);
 
 /**
  * Lifecycle state of a job.
@@ -1966,6 +2111,35 @@ export const JobService: GenService<{
     methodKind: "unary";
     input: typeof UpdateJobRequestSchema;
     output: typeof UpdateJobResponseSchema;
+  },
+  /**
+   * Runs the occurrences of a recurring job's schedule in [from, to) — a past
+   * range — in order, one at a time, each as a run of the job with its own
+   * scheduled_for and reason "backfill"; then the regular schedule resumes
+   * from the occurrence it was waiting for (regular occurrences that passed
+   * meanwhile follow the overlap policy). At most 10000 occurrences.
+   * FAILED_PRECONDITION unless the job is DUE and recurring with no backfill
+   * running (a running job: ask again once its run has ended);
+   * INVALID_ARGUMENT for a range in the future, empty or too long.
+   *
+   * @generated from rpc kairos.v1.JobService.StartBackfill
+   */
+  startBackfill: {
+    methodKind: "unary";
+    input: typeof StartBackfillRequestSchema;
+    output: typeof StartBackfillResponseSchema;
+  },
+  /**
+   * Stops a backfill: a waiting job goes back to its regular occurrence at
+   * once; a backfill run in progress finishes first. FAILED_PRECONDITION when
+   * no backfill runs.
+   *
+   * @generated from rpc kairos.v1.JobService.CancelBackfill
+   */
+  cancelBackfill: {
+    methodKind: "unary";
+    input: typeof CancelBackfillRequestSchema;
+    output: typeof CancelBackfillResponseSchema;
   },
   /**
    * The next occurrences of a cron schedule, without creating a job: as
