@@ -36,6 +36,9 @@ const schema = z
     KAIROS_AGENT_QUARANTINE_MS: positiveMs.default(30_000),
     KAIROS_AGENT_QUARANTINE_MAX_MS: positiveMs.default(600_000),
     KAIROS_ABORT_GRACE_MS: positiveMs.max(3_600_000).default(30_000),
+    KAIROS_RUN_RETENTION_MS: z.coerce.number().int().min(0).default(30 * 86_400_000),
+    KAIROS_JOB_RETENTION_MS: z.coerce.number().int().min(0).default(30 * 86_400_000),
+    KAIROS_RETENTION_INTERVAL_MS: positiveMs.min(100).default(10_000),
     KAIROS_TLS_CERT: z.string().min(1).optional(),
     KAIROS_TLS_KEY: z.string().min(1).optional(),
     KAIROS_TLS_CLIENT_CA: z.string().min(1).optional(),
@@ -102,6 +105,12 @@ export interface CoordinatorOptions {
    * agent's own wait for a handler to stop.
    */
   abortGraceMs: number;
+  /** Runs finished longer ago than this are deleted (0 in the environment: kept forever, null here). */
+  runRetentionMs: number | null;
+  /** COMPLETED and CANCELLED jobs unchanged for longer than this are deleted with their runs (0: kept forever). */
+  jobRetentionMs: number | null;
+  /** How often the retention loop runs a pass. */
+  retentionIntervalMs: number;
   /** First quarantine of an agent that takes leases and never renews them; doubles each time. */
   agentQuarantineMs: number;
   /** Longest quarantine. */
@@ -172,6 +181,9 @@ export function coordinatorOptionsFromEnv(
     agentSilenceLimitMs: e.KAIROS_AGENT_SILENCE_LIMIT_MS ?? Math.max(3 * leaseMs, 30_000),
     agentQuarantineMs: e.KAIROS_AGENT_QUARANTINE_MS,
     abortGraceMs: e.KAIROS_ABORT_GRACE_MS,
+    runRetentionMs: e.KAIROS_RUN_RETENTION_MS === 0 ? null : e.KAIROS_RUN_RETENTION_MS,
+    jobRetentionMs: e.KAIROS_JOB_RETENTION_MS === 0 ? null : e.KAIROS_JOB_RETENTION_MS,
+    retentionIntervalMs: e.KAIROS_RETENTION_INTERVAL_MS,
     agentQuarantineMaxMs: Math.max(e.KAIROS_AGENT_QUARANTINE_MAX_MS, e.KAIROS_AGENT_QUARANTINE_MS),
     ...tlsFiles(e),
     limits: {

@@ -29,6 +29,7 @@ import { tokenCommands } from './api/token-commands';
 import type { CoordinatorOptions, ServerLimits, TlsFiles } from './config';
 import { createDispatcher } from './dispatch/dispatcher';
 import { createReaper } from './maintenance/reaper';
+import { createRetention } from './maintenance/retention';
 import { createMetrics } from './metrics';
 import { grpcServerCredentials, loadPair, watchPair } from './tls';
 
@@ -173,6 +174,13 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
   );
   dispatcher.start();
   reaper.start();
+  const retention = createRetention({
+    store,
+    options: { runRetentionMs: options.runRetentionMs, jobRetentionMs: options.jobRetentionMs, intervalMs: options.retentionIntervalMs },
+    logger: log.child({ component: 'retention' }),
+    onDeleted: (table, count) => metrics.retentionDeleted.inc({ table }, count),
+  });
+  retention.start();
   const insecureWarning = options.insecure ? warnInsecure(log) : undefined;
 
   const displayHost = options.host === '0.0.0.0' || options.host === '::' ? '127.0.0.1' : options.host;
@@ -193,6 +201,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
       drainSessions(dispatcher.sessions(), options.shutdownGraceMs);
       await waitUntil(() => dispatcher.sessions().length === 0, options.shutdownGraceMs);
       await reaper.stop();
+      await retention.stop();
       await listener.stop();
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {

@@ -23,6 +23,7 @@ export interface Metrics {
   authFailures: Counter;
   abortsRequested: Counter;
   abortRevokes: Counter;
+  retentionDeleted: Counter<'table'>;
 }
 
 export function createMetrics(countDueNextMinute: () => Promise<number>): Metrics {
@@ -96,6 +97,12 @@ export function createMetrics(countDueNextMinute: () => Promise<number>): Metric
     abortRevokes: new Counter({
       name: 'kairos_abort_revokes_total',
       help: 'Revokes (reason cancelled) this coordinator sent to the agents holding aborted runs',
+      registers: [registry],
+    }),
+    retentionDeleted: new Counter({
+      name: 'kairos_retention_deleted_total',
+      help: 'Rows deleted by retention on this coordinator (table: runs or jobs)',
+      labelNames: ['table'],
       registers: [registry],
     }),
   };

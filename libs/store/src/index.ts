@@ -27,6 +27,7 @@ export { isJobId, MAX_ERROR_CHARS, CLAIM_SQL, DEFAULT_ABORT_GRACE_MS, MAX_BACKFI
 export { NO_JOB_RETRY, type AttemptOutcome, type JobRetry, type RetryPolicy } from './settle';
 export { ABORT_CHANNEL, type ChangeHandlers, type ChangeListener } from './notifications';
 export { migrate, loadMigrations, MIGRATIONS_DIR } from './migrate';
+export type { JobSweepBatch, RetentionBatch } from './retention';
 export { startEmbeddedPostgres, freePort, type EmbeddedPostgres, type EmbeddedPostgresOptions } from './embedded';
 export { StoreUnavailableError, StoreInvariantError, isConnectionError } from './pg-errors';
 export { TOKEN_ROLES, TOKEN_PREFIX, hashSecret, type TokenRole, type TokenRecord, type NewToken, type RevokeResult, type LiveToken, type TokenQueries } from './tokens';

@@ -8,6 +8,8 @@ import { listenForChanges, type ChangeHandlers, type ChangeListener } from './no
 import { jobQueries, type JobQueries } from './jobs';
 import { leaseStatements, type LeaseStatements } from './lease';
 import { migrate } from './migrate';
+import { storeCall } from './pg-errors';
+import { deleteFinishedJobs, deleteOldRuns, type JobSweepBatch, type RetentionBatch } from './retention';
 import { runQueries, type RunQueries } from './runs';
 import type { RetryPolicy } from './settle';
 import { tokenQueries, type TokenQueries } from './tokens';
@@ -17,6 +19,11 @@ export interface Store {
   readonly runs: RunQueries;
   readonly lease: LeaseStatements;
   readonly tokens: TokenQueries;
+  /** Retention batches (retention.ts). */
+  readonly retention: {
+    deleteOldRuns(options: { olderThanMs: number; scan?: number; now?: Date }): Promise<RetentionBatch>;
+    deleteFinishedJobs(options: { olderThanMs: number; after?: string | null; scan?: number; now?: Date }): Promise<JobSweepBatch>;
+  };
   /** Applies pending migrations; returns the names applied. */
   migrate(): Promise<string[]>;
   /** True when a trivial query answers (readiness). */
@@ -41,6 +48,10 @@ export function createStore(pool: Pool, options: StoreOptions = {}): Store {
     runs: runQueries(db),
     lease: leaseStatements(pool, options.retry),
     tokens: tokenQueries(db),
+    retention: {
+      deleteOldRuns: (options) => storeCall('retention.deleteOldRuns', () => deleteOldRuns(pool, options)),
+      deleteFinishedJobs: (options) => storeCall('retention.deleteFinishedJobs', () => deleteFinishedJobs(pool, options)),
+    },
     migrate: () => migrate(pool),
     async ping() {
       try {

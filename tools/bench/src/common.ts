@@ -4,8 +4,11 @@
  */
 
 export type SystemKey = 'kairos' | 'graphile-worker' | 'pg-boss';
-/** Peers run `default` and `tuned`; Kairos runs `default` and, with --secure, `secure` (tokens + mTLS). */
-export type Variant = 'default' | 'tuned' | 'secure';
+/**
+ * Peers run `default` and `tuned`; Kairos runs `default` and, with --secure,
+ * `secure` (tokens + mTLS), with --retention, `retention` (deleting old runs).
+ */
+export type Variant = 'default' | 'tuned' | 'secure' | 'retention';
 
 export const SYSTEMS: readonly SystemKey[] = ['kairos', 'graphile-worker', 'pg-boss'];
 
@@ -18,7 +21,7 @@ export interface SystemConfig {
 }
 
 export function configId(system: SystemKey, variant: Variant): string {
-  if (system === 'kairos') return variant === 'secure' ? 'kairos:secure' : 'kairos';
+  if (system === 'kairos') return variant === 'secure' || variant === 'retention' ? `kairos:${variant}` : 'kairos';
   return `${system}:${variant}`;
 }
 

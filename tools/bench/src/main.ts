@@ -33,6 +33,9 @@ const USAGE = `Usage: npm run bench -- [options]
   --only w1,w5         workloads to run (w1..w7)
   --systems a,b        kairos,graphile-worker,pg-boss (default: all)
   --variants a,b       peer variants: default,tuned (default: both; smoke: tuned)
+  --retention          also run Kairos with retention deleting old runs (config kairos:retention), on
+                       million-job databases seeded with --retention-runs old runs (default 10000000)
+  --retention-runs N   old run rows seeded for --retention
   --secure             also run Kairos with authentication and mTLS on (config kairos:secure),
                        interleaved with the default: the cost of the security layer
   --results-dir DIR    where results go (default tools/bench/results)
@@ -53,6 +56,8 @@ interface Args {
   pgss: boolean;
   trace: boolean;
   secure: boolean;
+  retention: boolean;
+  retentionRuns: number;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -66,6 +71,8 @@ function parseArgs(argv: string[]): Args {
     pgss: false,
     trace: false,
     secure: false,
+    retention: false,
+    retentionRuns: 10_000_000,
   };
   let variantsGiven = false;
   for (let i = 0; i < argv.length; i++) {
@@ -77,6 +84,13 @@ function parseArgs(argv: string[]): Args {
     };
     const list = (v: string) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
     switch (arg) {
+      case '--retention':
+        args.retention = true;
+        break;
+      case '--retention-runs':
+        args.retentionRuns = Number(value());
+        if (!Number.isInteger(args.retentionRuns) || args.retentionRuns < 0) throw new Error('--retention-runs must be a whole number');
+        break;
       case '--secure':
         args.secure = true;
         break;
@@ -196,6 +210,7 @@ async function main(): Promise<void> {
       ? [
           { system, variant: 'default', id: 'kairos' },
           ...(args.secure ? [{ system, variant: 'secure' as const, id: configId(system, 'secure') }] : []),
+          ...(args.retention ? [{ system, variant: 'retention' as const, id: configId(system, 'retention') }] : []),
         ]
       : args.variants.map((variant) => ({ system, variant, id: configId(system, variant) })),
   );
@@ -249,6 +264,7 @@ async function main(): Promise<void> {
       ...(profileDir ? { profileDir } : {}),
       pgss: args.pgss,
       trace: args.trace,
+      seedOldRuns: args.retention ? args.retentionRuns : 0,
     };
     const raw: RawResults = { w1: {}, million: {}, w6small: {}, w4: {} };
     const templateMs: Record<string, number> = {};
@@ -266,10 +282,13 @@ async function main(): Promise<void> {
         for (const config of order) (raw.w1[config.id] ??= []).push(await runW1(ctx, config, r));
       }
       if (runMillionPhase) {
-        const claimed = new Set<SystemKey>();
+        // W6 depends on the claim statement, not on worker tuning: once per system, and once more for
+        // kairos:retention, whose W6 runs while old runs are deleted.
+        const claimed = new Set<string>();
         for (const config of order) {
-          const w6 = millionWants.w6 && !claimed.has(config.system);
-          if (w6) claimed.add(config.system);
+          const w6Key = config.variant === 'retention' ? config.id : config.system;
+          const w6 = millionWants.w6 && !claimed.has(w6Key);
+          if (w6) claimed.add(w6Key);
           (raw.million[config.id] ??= []).push(await runMillion(ctx, config, r, { ...millionWants, w6 }));
         }
       }

@@ -66,10 +66,14 @@ function spikeMedian(results: Array<MillionResult['w2']>): SpikeFigures | null {
 export function figuresFor(raw: RawResults, config: SystemConfig): Figures {
   const w1 = raw.w1[config.id] ?? [];
   const million = raw.million[config.id] ?? [];
-  // W6 depends on the system's claim statement, not on worker tuning: shared by both variants.
-  const millionOfSystem = Object.entries(raw.million)
-    .filter(([id]) => id === config.system || id.startsWith(`${config.system}:`))
-    .flatMap(([, results]) => results);
+  // W6 depends on the system's claim statement, not on worker tuning: shared by both variants
+  // (but kairos:retention measures its own, with deletion running).
+  const millionOfSystem =
+    config.variant === 'retention'
+      ? million
+      : Object.entries(raw.million)
+          .filter(([id]) => (id === config.system || id.startsWith(`${config.system}:`)) && !id.endsWith(':retention'))
+          .flatMap(([, results]) => results);
   const w4 = raw.w4[config.id];
   const w5 = million.map((m) => m.w5).filter((r): r is NonNullable<typeof r> => r !== undefined);
   const at10k = raw.w6small[config.system] ?? [];
@@ -223,6 +227,21 @@ export function buildReport(raw: RawResults, configs: SystemConfig[], sizes: Siz
         throughput: ratio(secure.throughputJobsPerSec, kairos.throughputJobsPerSec),
         spike2kP99: ratio(secure.spike2k?.p99Ms, kairos.spike2k?.p99Ms),
         spike10kP99: ratio(secure.spike10k?.p99Ms, kairos.spike10k?.p99Ms),
+      },
+    };
+  }
+  const retention = figuresByConfig['kairos:retention'];
+  if (kairos && retention) {
+    // Retention's cost: old runs deleted throughout, against the same build keeping them, same run, same seeded history.
+    const ratio = (a: number | null | undefined, b: number | null | undefined) =>
+      typeof a === 'number' && typeof b === 'number' && b !== 0 ? round(a / b, 3) : null;
+    bySystem['kairos:retention'] = {
+      ...retention,
+      variant: 'retention',
+      vsNoRetention: {
+        spike2kP50: ratio(retention.spike2k?.p50Ms, kairos.spike2k?.p50Ms),
+        spike2kP99: ratio(retention.spike2k?.p99Ms, kairos.spike2k?.p99Ms),
+        claimAt1m: ratio(retention.claim500?.at1mMs, kairos.claim500?.at1mMs),
       },
     };
   }

@@ -5,6 +5,7 @@
  */
 import os from 'node:os';
 import { Pool } from 'pg';
+import { createStore } from '@kairos/store';
 import { Collector } from './collector';
 import { percentile, sleep, TASK_NOOP, TASK_SLEEP, type SystemConfig, type SystemKey } from './common';
 import { createDatabase, dropDatabase, readCounters, vacuumAnalyze, waitForBackendsGone, withClient, type BenchCluster } from './cluster';
@@ -23,6 +24,8 @@ export interface BenchContext {
   pgss: boolean;
   /** --trace: Kairos agents report when each job reached the handler thread. */
   trace: boolean;
+  /** --retention: old finished runs seeded into Kairos's million-job template (0: none). */
+  seedOldRuns?: number;
 }
 
 export interface LagFigures {
@@ -133,9 +136,34 @@ export async function buildTemplate(ctx: BenchContext, system: SystemKey): Promi
     dueAtMs: Date.now() + 2 * 3_600_000,
     spreadMs: 30 * 86_400_000,
   });
+  if (system === 'kairos' && (ctx.seedOldRuns ?? 0) > 0) await seedOldRuns(ctx, url, ctx.seedOldRuns!);
   await vacuumAnalyze(url);
   await withClient(url, (client) => client.query('CHECKPOINT'));
   return performance.now() - t;
+}
+
+/**
+ * --retention: run history finished 40 days ago, as a year of busy scheduling
+ * would leave it, for retention to delete while the workloads run. 100 runs per
+ * (nonexistent, long deleted) job id, in id order like real history.
+ */
+async function seedOldRuns(ctx: BenchContext, url: string, count: number): Promise<void> {
+  const t = performance.now();
+  const batch = 1_000_000;
+  for (let from = 0; from < count; from += batch) {
+    const to = Math.min(count, from + batch);
+    await withClient(url, (client) =>
+      client.query(
+        `INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, finished_at, outcome)
+         SELECT ('00000000-0000-7000-8000-' || lpad(to_hex(i / 100), 12, '0'))::uuid, 1, i % 100 + 1,
+                t, 'bench-history', t, t + interval '5 ms', 'SUCCEEDED'
+         FROM generate_series($1::bigint, $2::bigint - 1) AS i,
+              LATERAL (SELECT now() - interval '40 days' + i * interval '100 ms' AS t) at`,
+        [from, to],
+      ),
+    );
+  }
+  ctx.log(`  seeded ${count} old runs in ${((performance.now() - t) / 1000).toFixed(1)} s`);
 }
 
 function startOptions(ctx: BenchContext, config: SystemConfig, url: string, label: string, overrides: Partial<StartOptions> = {}): StartOptions {
@@ -317,7 +345,7 @@ export async function runMillion(
   const statements: Record<string, StatementStat[]> = {};
   try {
     if (want.w6) {
-      result.claim500At1mMs = await claimTiming(ctx, driver, url);
+      result.claim500At1mMs = await claimTiming(ctx, driver, url, config.variant === 'retention');
       ctx.log(`  W6 ${config.system} at ${sizes.futureJobs} future jobs: ${result.claim500At1mMs?.toFixed(2)} ms per 500-row claim`);
     }
     const needSystem = want.w2 || want.w3 || want.w5 || want.w7;
@@ -442,13 +470,43 @@ export async function spike(
 }
 
 /** W6: 500 due jobs on top of what the database holds, vacuumed; the claim timed; the due jobs removed again. */
-async function claimTiming(ctx: BenchContext, driver: Driver, url: string): Promise<number | null> {
+/**
+ * W6: the 500-row claim's median time. With `deleting` (kairos:retention), a
+ * retention loop deletes old runs on another connection the whole time, as a
+ * coordinator's would (without its pauses between passes: the worst case).
+ */
+async function claimTiming(ctx: BenchContext, driver: Driver, url: string, deleting = false): Promise<number | null> {
   await driver.insert(url, { task: TASK_NOOP, count: 500, phase: 0, dueAtMs: Date.now() - 60_000, spreadMs: 30_000 });
   await vacuumAnalyze(url);
-  const timings = (await driver.claim500(url, ctx.sizes.w6Samples)).sort((a, b) => a - b);
+  const deleter = deleting ? startDeleting(url) : undefined;
+  const timings = (await driver.claim500(url, ctx.sizes.w6Samples).finally(() => deleter?.stop())).sort((a, b) => a - b);
+  if (deleter) ctx.log(`  W6 retention: ${await deleter.stop()} old runs deleted during the claims`);
   await driver.purgeDue(url);
   await vacuumAnalyze(url);
   return percentile(timings, 50);
+}
+
+/** Deletes old runs in a loop (the store's retention batches) until stopped; stop() answers how many. */
+function startDeleting(url: string): { stop(): Promise<number> } {
+  const pool = new Pool({ connectionString: url, max: 1 });
+  pool.on('error', () => undefined);
+  const store = createStore(pool);
+  let stopped = false;
+  let deleted = 0;
+  const loop = (async () => {
+    while (!stopped) deleted += (await store.retention.deleteOldRuns({ olderThanMs: 86_400_000 })).deleted;
+  })().catch(() => undefined);
+  let done: Promise<number> | undefined;
+  return {
+    stop() {
+      stopped = true;
+      done ??= loop.then(async () => {
+        await pool.end().catch(() => undefined);
+        return deleted;
+      });
+      return done;
+    },
+  };
 }
 
 export async function runW6Small(ctx: BenchContext, system: SystemKey, round: number): Promise<number | null> {

@@ -35,7 +35,21 @@ const COORDINATOR_ENV = {
   // Authentication off: the bench compares scheduling cost with peers that have none.
   KAIROS_INSECURE: 'true',
   KAIROS_LOG_LEVEL: 'info',
+  // Retention off, like the peers (which keep their rows); variant `retention` turns it on.
+  KAIROS_RUN_RETENTION_MS: '0',
+  KAIROS_JOB_RETENTION_MS: '0',
 };
+
+/**
+ * Variant `retention` (bench --retention): runs and finished jobs older than a
+ * day are deleted, a pass every second (ten times the default rate), so on a
+ * database seeded with old runs deletion runs throughout the measurement.
+ */
+const RETENTION_ENV = { KAIROS_RUN_RETENTION_MS: '86400000', KAIROS_JOB_RETENTION_MS: '86400000', KAIROS_RETENTION_INTERVAL_MS: '1000' };
+
+function coordinatorEnvOf(variant: StartOptions['variant']): Record<string, string> {
+  return variant === 'retention' ? { ...COORDINATOR_ENV, ...RETENTION_ENV } : COORDINATOR_ENV;
+}
 
 export const kairosDriver: Driver = {
   system: 'kairos',
@@ -97,14 +111,14 @@ export const kairosDriver: Driver = {
       coordinatorEnv:
         options.variant === 'secure'
           ? { ...COORDINATOR_ENV, KAIROS_INSECURE: 'false', KAIROS_TLS_CERT: '(run CA)', KAIROS_TLS_KEY: '(run CA)', KAIROS_TLS_CLIENT_CA: '(run CA)' }
-          : COORDINATOR_ENV,
+          : coordinatorEnvOf(options.variant),
       ...(options.variant === 'secure' ? { agents: 'agent token, TLS with a client certificate (mTLS)' } : {}),
     };
   },
 
   async start(options: StartOptions): Promise<RunningSystem> {
     const security = options.variant === 'secure' ? await secureSetup(options.url) : undefined;
-    const coordinatorEnv = { ...COORDINATOR_ENV, ...(security?.coordinatorEnv ?? {}) };
+    const coordinatorEnv = { ...coordinatorEnvOf(options.variant), ...(security?.coordinatorEnv ?? {}) };
     const coordinator = options.profileDir
       ? await startProfiledCoordinator(options.url, `${options.label}-coordinator`, options.profileDir, coordinatorEnv)
       : await startCoordinatorProcess({
