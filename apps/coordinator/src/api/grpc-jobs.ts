@@ -124,10 +124,7 @@ export function jobServiceImplementation(deps: {
     resumeJob: unary('write', async (req, namespace) => ({ job: toJobMessage(await commands.resume(namespace, req.jobId)) })),
     triggerJob: unary('write', async (req, namespace) => ({ job: toJobMessage(await commands.trigger(namespace, req.jobId)) })),
     listRuns: unary('read', async (req, namespace) => {
-      const page = await commands.runs(namespace, req.jobId, {
-        ...(req.limit ? { limit: Math.min(req.limit, 1000) } : {}),
-        ...(req.cursor ? { cursor: req.cursor } : {}),
-      });
+      const page = await commands.runs(namespace, req.jobId, { limit: req.limit || undefined, cursor: req.cursor || undefined });
       return { runs: page.runs.map(toRunMessage), nextCursor: page.nextCursor ?? '' };
     }),
     previewSchedule: unary('read', async (req) => {

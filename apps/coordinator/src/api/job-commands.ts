@@ -14,6 +14,7 @@ import {
   parseExpectedVersion,
   parseId,
   parseListJobs,
+  parseListRuns,
   parsePreview,
 } from './validation';
 
@@ -140,7 +141,8 @@ export interface JobCommands {
   pause(namespace: string, jobId: string): Promise<JobView>;
   resume(namespace: string, jobId: string): Promise<JobView>;
   trigger(namespace: string, jobId: string): Promise<JobView>;
-  runs(namespace: string, jobId: string, options?: { limit?: number; cursor?: string }): Promise<{ runs: RunView[]; nextCursor: string | null }>;
+  /** One page of a job's runs; `query` is the request's `{limit, cursor}` as sent (validation.ts parseListRuns). */
+  runs(namespace: string, jobId: string, query?: Record<string, unknown>): Promise<{ runs: RunView[]; nextCursor: string | null }>;
 }
 
 /** The coordinator's retry defaults (KAIROS_RETRY_BASE_MS, KAIROS_RETRY_CAP_MS), shown where a job has none of its own. */
@@ -352,11 +354,9 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
     pause: (namespace, jobId) => control(namespace, jobId, 'pause'),
     resume: (namespace, jobId) => control(namespace, jobId, 'resume'),
     trigger: (namespace, jobId) => control(namespace, jobId, 'trigger'),
-    async runs(namespace, jobId, options = {}) {
-      const limit = options.limit ?? 1000;
-      const after = options.cursor !== undefined ? Number(options.cursor) : 0;
-      if (!Number.isInteger(after) || after < 0) throw new ApiError('invalid_argument', 'cursor is not valid', 'cursor');
-      const runs = await store.runs.list(namespace, parseId(jobId), { limit: limit + 1, afterRunId: after });
+    async runs(namespace, jobId, query = {}) {
+      const { limit, afterRunId } = parseListRuns(query);
+      const runs = await store.runs.list(namespace, parseId(jobId), { limit: limit + 1, afterRunId });
       if (runs === null) throw notFound(jobId);
       const page = runs.slice(0, limit);
       return { runs: page.map(runView), nextCursor: runs.length > limit ? String(page[page.length - 1]!.runId) : null };

@@ -106,16 +106,8 @@ export function createRestServer(deps: {
     await commands.cancel(namespaceFor(request, 'write'), request.params.id);
     return reply.code(204).send();
   });
-  app.get<{ Params: { id: string }; Querystring: { limit?: string; cursor?: string } }>('/jobs/:id/runs', async (request) => {
-    const namespace = namespaceFor(request, 'read');
-    const limit = request.query.limit === undefined ? undefined : Number(request.query.limit);
-    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 1000)) {
-      throw new ApiError('invalid_argument', 'limit must be an integer from 1 to 1000', 'limit');
-    }
-    const page = await commands.runs(namespace, request.params.id, {
-      ...(limit ? { limit } : {}),
-      ...(request.query.cursor ? { cursor: request.query.cursor } : {}),
-    });
+  app.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>('/jobs/:id/runs', async (request) => {
+    const page = await commands.runs(namespaceFor(request, 'read'), request.params.id, request.query);
     return page.runs;
   });
   app.post<{ Params: { id: string }; Querystring: { stopSchedule?: string } }>('/jobs/:id/abort', async (request, reply) => {

@@ -41,6 +41,8 @@ export const LIMITS = {
   timeoutSeconds: 7 * 24 * 3600,
   listPage: 1000,
   defaultListPage: 100,
+  /** GET /jobs/{id}/runs answers a whole history of up to this many runs by default. */
+  defaultRunsPage: 1000,
   previewCount: 1000,
   defaultPreviewCount: 10,
   retryIntervalMs: 7 * 24 * 3600 * 1000,
@@ -395,17 +397,29 @@ export function parseListJobs(query: Record<string, unknown>): ListJobsInput {
   }
   const task = emptyToUndefined(query.task);
   if (task !== undefined) out.task = String(task);
-  const limit = emptyToUndefined(query.limit);
-  if (limit !== undefined) {
-    const n = Number(limit);
-    if (!Number.isInteger(n) || n < 1 || n > LIMITS.listPage) {
-      throw new ValidationError('limit', `limit must be an integer from 1 to ${LIMITS.listPage}`);
-    }
-    out.limit = n;
-  }
+  out.limit = parseLimit(query.limit, LIMITS.defaultListPage);
   const cursor = emptyToUndefined(query.cursor);
   if (cursor !== undefined) out.cursor = String(cursor);
   return out;
+}
+
+/** The page size of a listing: an integer from 1 to LIMITS.listPage (in a query string, its digits). */
+function parseLimit(value: unknown, fallback: number): number {
+  const limit = emptyToUndefined(value);
+  if (limit === undefined) return fallback;
+  const n = Number(limit);
+  if (!Number.isInteger(n) || n < 1 || n > LIMITS.listPage) {
+    throw new ValidationError('limit', `limit must be an integer from 1 to ${LIMITS.listPage}`);
+  }
+  return n;
+}
+
+/** GET /jobs/{id}/runs and ListRuns: `limit` (1 to 1000, default 1000) and `cursor` (from a previous page). */
+export function parseListRuns(query: Record<string, unknown>): { limit: number; afterRunId: number } {
+  const cursor = emptyToUndefined(query.cursor);
+  const afterRunId = cursor === undefined ? 0 : Number(cursor);
+  if (!Number.isSafeInteger(afterRunId) || afterRunId < 0) throw new ValidationError('cursor', 'cursor is not valid: pass back a nextCursor');
+  return { limit: parseLimit(query.limit, LIMITS.defaultRunsPage), afterRunId };
 }
 
 function emptyToUndefined(value: unknown): unknown {

@@ -813,8 +813,8 @@ export type ListJobsRequest = Message<"kairos.v1.ListJobsRequest"> & {
   task: string;
 
   /**
-   * Maximum number of jobs to return. 0 means 100; larger values are capped
-   * at 1000.
+   * Maximum number of jobs to return, 1 to 1000 (larger: INVALID_ARGUMENT).
+   * 0 means 100.
    *
    * @generated from field: uint32 limit = 3;
    */
@@ -1539,8 +1539,8 @@ export type ListRunsRequest = Message<"kairos.v1.ListRunsRequest"> & {
   jobId: string;
 
   /**
-   * Maximum number of runs to return. 0 means 100; larger values are capped
-   * at 1000.
+   * Maximum number of runs to return, 1 to 1000 (larger: INVALID_ARGUMENT).
+   * 0 means 1000.
    *
    * @generated from field: uint32 limit = 2;
    */
