@@ -5,7 +5,7 @@
  * Ids are UUIDv7: time-ordered, so listing pages in creation order with a
  * keyset on the id alone, and new rows land at the right edge of the index.
  */
-import { and, asc, count, eq, gt, lte, min, sql, type SQL } from 'drizzle-orm';
+import { and, asc, count, eq, gt, lte, sql, type SQL } from 'drizzle-orm';
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { firstOccurrence, type CronSchedule, type MisfirePolicy, type OverlapPolicy } from '@kairos/schedule';
 import { v7 as uuidv7 } from 'uuid';
@@ -105,8 +105,6 @@ export interface JobQueries {
   create(input: NewJob, now?: Date): Promise<CreateResult>;
   get(namespace: string, id: string): Promise<JobRecord | null>;
   list(namespace: string, filter: JobFilter): Promise<JobPage>;
-  /** Earliest next_run_at among DUE jobs (the dispatcher's timer), or null. */
-  nextDueAt(): Promise<Date | null>;
   /** DUE jobs whose next_run_at is within `horizonMs` of the database clock (the autoscaling signal). */
   countDueWithin(horizonMs: number): Promise<number>;
   /**
@@ -124,7 +122,6 @@ export function jobQueries(db: NodePgDatabase): JobQueries {
     create: (input, now) => storeCall('jobs.create', () => queries.create(input, now)),
     get: (namespace, id) => storeCall('jobs.get', () => queries.get(namespace, id)),
     list: (namespace, filter) => storeCall('jobs.list', () => queries.list(namespace, filter)),
-    nextDueAt: () => storeCall('jobs.nextDueAt', () => queries.nextDueAt()),
     countDueWithin: (horizonMs) => storeCall('jobs.countDueWithin', () => queries.countDueWithin(horizonMs)),
     msUntilNextDue: (tasks) => storeCall('jobs.msUntilNextDue', () => queries.msUntilNextDue(tasks)),
   };
@@ -158,10 +155,6 @@ function unwrappedJobQueries(db: NodePgDatabase): JobQueries {
         .limit(filter.limit + 1);
       const page = rows.slice(0, filter.limit).map(toJobRecord);
       return { jobs: page, nextAfter: rows.length > filter.limit ? page[page.length - 1]!.id : null };
-    },
-    async nextDueAt() {
-      const rows = await db.select({ at: min(jobs.nextRunAt) }).from(jobs).where(eq(jobs.state, 'DUE'));
-      return rows[0]?.at ?? null;
     },
     async countDueWithin(horizonMs) {
       const rows = await db

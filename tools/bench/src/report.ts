@@ -215,11 +215,11 @@ export function buildReport(raw: RawResults, configs: SystemConfig[], sizes: Siz
     add('W7 coordinator RSS at 1M', kairos.rssMiBAt1M, '<= 200 MiB', (v) => v <= 200);
     add('W7 durable commits per job', kairos.commitsPerJob, '<= 0.1', (v) => v <= 0.1);
   }
+  const ratio = (a: number | null | undefined, b: number | null | undefined) =>
+    typeof a === 'number' && typeof b === 'number' && b !== 0 ? round(a / b, 3) : null;
   const secure = figuresByConfig['kairos:secure'];
   if (kairos && secure) {
     // The security layer's cost: tokens and mTLS on, against the same build with them off, same run.
-    const ratio = (a: number | null | undefined, b: number | null | undefined) =>
-      typeof a === 'number' && typeof b === 'number' && b !== 0 ? round(a / b, 3) : null;
     bySystem['kairos:secure'] = {
       ...secure,
       variant: 'secure',
@@ -233,8 +233,6 @@ export function buildReport(raw: RawResults, configs: SystemConfig[], sizes: Siz
   const retention = figuresByConfig['kairos:retention'];
   if (kairos && retention) {
     // Retention's cost: old runs deleted throughout, against the same build keeping them, same run, same seeded history.
-    const ratio = (a: number | null | undefined, b: number | null | undefined) =>
-      typeof a === 'number' && typeof b === 'number' && b !== 0 ? round(a / b, 3) : null;
     bySystem['kairos:retention'] = {
       ...retention,
       variant: 'retention',

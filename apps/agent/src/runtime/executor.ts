@@ -62,8 +62,8 @@ export type RunResult =
 
 export type RunResultKind = RunResult['kind'];
 
-/** Longest error text reported to the coordinator. */
-export const MAX_ERROR_CHARS = 4_000;
+/** Longest error text reported to the coordinator: what it stores (libs/store MAX_ERROR_CHARS). */
+export const MAX_ERROR_CHARS = 4_096;
 
 /**
  * The one place a run's result is decided. `overrun` is set when the handler
@@ -188,9 +188,6 @@ export class Executor {
     return this.runs.size;
   }
 
-  isRunning(id: string): boolean {
-    return this.runs.has(id);
-  }
 
   /** Starts the handler of an offered lease. */
   start(offer: LeaseOffer): void {

@@ -245,11 +245,6 @@ export class LeaseKeeper {
     return [...this.leases.values()].map((lease) => lease.key);
   }
 
-  /** All held leases (a snapshot). */
-  all(): HeldLease[] {
-    return [...this.leases.values()];
-  }
-
   /**
    * Applies one LeaseStatus of a RenewReply. `sentAt` is the monotonic time the
    * answered heartbeat (or Hello) was sent; undefined when the reply names a

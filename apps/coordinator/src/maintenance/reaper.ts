@@ -8,6 +8,7 @@
  */
 import type { Logger } from 'pino';
 import type { ReapResult, Store } from '@kairos/store';
+import { periodic, type Periodic } from './periodic';
 
 export interface Reaper {
   start(): void;
@@ -22,53 +23,26 @@ export function createReaper(deps: {
   onSkipped?: () => void;
   onExpired: (expired: ReapResult['expired']) => void;
 }): Reaper {
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  let stopped = true;
+  const loop: Periodic = periodic(deps.intervalMs, tick, deps.logger, 'reaper');
 
   async function tick(): Promise<void> {
-    try {
-      // Drain in batches: after an outage many leases may have lapsed at once.
-      for (;;) {
-        const { expired } = await deps.store.lease.reapExpired({ limit: 1000 });
-        if (expired.length > 0) {
-          deps.logger.warn({ count: expired.length, jobs: expired.slice(0, 20) }, 'leases expired: runs marked LEASE_EXPIRED');
-          deps.onExpired(expired);
-        }
-        if (expired.length < 1000 || stopped) break;
+    // Drain in batches: after an outage many leases may have lapsed at once.
+    for (;;) {
+      const { expired } = await deps.store.lease.reapExpired({ limit: 1000 });
+      if (expired.length > 0) {
+        deps.logger.warn({ count: expired.length, jobs: expired.slice(0, 20) }, 'leases expired: runs marked LEASE_EXPIRED');
+        deps.onExpired(expired);
       }
-      const { skipped } = await deps.store.lease.skipMisfired({ thresholdMs: deps.misfireThresholdMs });
-      if (skipped > 0) {
-        deps.logger.info({ count: skipped }, 'late skip and catch-up jobs moved on (SKIPPED runs recorded)');
-        deps.onSkipped?.();
-      }
-      const { aborted } = await deps.store.lease.abortOverlapped();
-      if (aborted > 0) deps.logger.info({ count: aborted }, 'overlap policy cancel-other: runs aborted for a newer occurrence');
-    } catch (error: unknown) {
-      deps.logger.warn({ err: error }, 'reaper pass failed; will retry');
+      if (expired.length < 1000 || loop.stopped) break;
     }
+    const { skipped } = await deps.store.lease.skipMisfired({ thresholdMs: deps.misfireThresholdMs });
+    if (skipped > 0) {
+      deps.logger.info({ count: skipped }, 'late skip and catch-up jobs moved on (SKIPPED runs recorded)');
+      deps.onSkipped?.();
+    }
+    const { aborted } = await deps.store.lease.abortOverlapped();
+    if (aborted > 0) deps.logger.info({ count: aborted }, 'overlap policy cancel-other: runs aborted for a newer occurrence');
   }
 
-  function schedule(): void {
-    if (stopped) return;
-    const delay = deps.intervalMs * (0.8 + Math.random() * 0.4);
-    timer = setTimeout(() => {
-      running = tick().finally(() => {
-        running = undefined;
-        schedule();
-      });
-    }, delay);
-  }
-
-  return {
-    start() {
-      stopped = false;
-      schedule();
-    },
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
+  return { start: () => loop.start(), stop: () => loop.stop() };
 }

@@ -7,6 +7,7 @@
  */
 import type { Logger } from 'pino';
 import type { Store } from '@kairos/store';
+import { periodic, type Periodic } from './periodic';
 
 export interface RetentionOptions {
   /** Runs finished longer ago than this are deleted; null: kept forever. */
@@ -33,9 +34,7 @@ export function createRetention(deps: {
 }): RetentionLoop {
   const { store, options, logger } = deps;
   const budgetMs = options.passBudgetMs ?? 250;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> | undefined;
-  let stopped = true;
+  const loop: Periodic = periodic(options.intervalMs, pass, logger, 'retention');
   let jobCursor: string | null = null;
 
   async function pass(): Promise<{ runs: number; jobs: number }> {
@@ -46,7 +45,7 @@ export function createRetention(deps: {
       for (;;) {
         const { deleted } = await store.retention.deleteOldRuns({ olderThanMs: options.runRetentionMs });
         runs += deleted;
-        if (deleted === 0 || performance.now() >= until || stopped) break;
+        if (deleted === 0 || performance.now() >= until || loop.stopped) break;
       }
     }
     if (options.jobRetentionMs !== null) {
@@ -55,7 +54,7 @@ export function createRetention(deps: {
         jobs += batch.deletedJobs;
         runs += batch.deletedRuns;
         jobCursor = batch.nextAfter;
-      } while (jobCursor !== null && performance.now() < until && !stopped);
+      } while (jobCursor !== null && performance.now() < until && !loop.stopped);
     }
     if (runs > 0) deps.onDeleted?.('runs', runs);
     if (jobs > 0) deps.onDeleted?.('jobs', jobs);
@@ -63,29 +62,12 @@ export function createRetention(deps: {
     return { runs, jobs };
   }
 
-  function schedule(): void {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = pass()
-        .catch((error: unknown) => logger.warn({ err: error }, 'retention pass failed; will retry'))
-        .finally(() => {
-          running = undefined;
-          schedule();
-        });
-    }, options.intervalMs * (0.8 + Math.random() * 0.4));
-  }
-
   return {
     start() {
       if (options.runRetentionMs === null && options.jobRetentionMs === null) return;
-      stopped = false;
-      schedule();
+      loop.start();
     },
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
+    stop: () => loop.stop(),
     pass,
   };
 }
