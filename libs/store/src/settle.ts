@@ -83,7 +83,16 @@ export interface SettlingJob {
   busySince: Date | null;
   /** During a backfill: the regular occurrence to resume from when the backfill's stretch ends. */
   backfillResumeAt: Date | null;
+  /** When the run being settled became due (its next_run_at at the claim). */
+  dueAt: Date | null;
 }
+
+/**
+ * A planned late run that waited longer than this to be claimed (no agent
+ * free, an outage) breaks the busy stretch: what came due while it waited was
+ * missed because the job was late, not because it was busy.
+ */
+export const CHAIN_GAP_MS = 60_000;
 
 /** A job's retry policy as stored: null fields take the coordinator's defaults. */
 export interface JobRetry {
@@ -210,8 +219,11 @@ function finished(state: 'COMPLETED' | 'DEAD', job: SettlingJob, run: RunRecordi
  */
 function nextOccurrence(job: SettlingJob, now: Date, run: RunRecording): Settlement {
   const schedule = { expression: job.schedule!, timezone: job.timezone };
-  // A run planned late continues the busy stretch that began with the first run of the chain.
-  const busySince = job.busySince ?? job.runStartedAt ?? job.occurrenceAt;
+  // A run planned late continues the busy stretch that began with the first run of the chain,
+  // unless it waited to be claimed (then the stretch starts again with it).
+  const waited =
+    job.runStartedAt !== null && job.dueAt !== null && job.runStartedAt.getTime() - job.dueAt.getTime() > CHAIN_GAP_MS;
+  const busySince = (waited ? null : job.busySince) ?? job.runStartedAt ?? job.occurrenceAt;
   type Plan = Pick<Settlement, 'skips' | 'runThrough' | 'decidedThrough' | 'nextReason' | 'busySince' | 'backfillResumeAt'>;
   const moveTo = (next: Date, fields: Plan): Settlement => {
     const start = startOf(job.id, next, job.startJitterMs);
@@ -226,7 +238,8 @@ function nextOccurrence(job: SettlingJob, now: Date, run: RunRecording): Settlem
       ...fields,
     };
   };
-  if (job.runThrough !== null && job.runThrough.getTime() > job.occurrenceAt.getTime()) {
+  // An edit of the schedule while the run ran ends any planned stretch: it was planned under the old schedule.
+  if (job.rescheduledAt === null && job.runThrough !== null && job.runThrough.getTime() > job.occurrenceAt.getTime()) {
     const stretch = continueStretch(schedule, job.occurrenceAt, job.runThrough);
     if (stretch !== null) {
       return moveTo(stretch.next, {
@@ -243,11 +256,13 @@ function nextOccurrence(job: SettlingJob, now: Date, run: RunRecording): Settlem
   // backfill ends, from the regular occurrence it interrupted (which counts as missed
   // if it passed meanwhile). After an edit of the schedule, occurrences of the new
   // schedule before the edit were never due.
-  const served = job.backfillResumeAt !== null ? new Date(job.backfillResumeAt.getTime() - 1) : job.occurrenceAt;
-  const floors = [job.decidedThrough, job.rescheduledAt === null ? null : new Date(job.rescheduledAt.getTime() - 1)].filter(
-    (date): date is Date => date !== null && date.getTime() > served.getTime(),
-  );
-  const decidedThrough = floors.length === 0 ? null : new Date(Math.max(...floors.map((date) => date.getTime())));
+  const served =
+    job.rescheduledAt !== null
+      ? new Date(Math.max(job.occurrenceAt.getTime(), job.rescheduledAt.getTime() - 1))
+      : job.backfillResumeAt !== null
+        ? new Date(job.backfillResumeAt.getTime() - 1)
+        : job.occurrenceAt;
+  const decidedThrough = job.decidedThrough !== null && job.decidedThrough.getTime() > served.getTime() ? job.decidedThrough : null;
   const plan = planNextRun(schedule, {
     served,
     now,

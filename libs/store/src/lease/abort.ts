@@ -28,6 +28,8 @@ export interface AbortRequestInput {
   by: string | null;
   /** Also end a recurring job's schedule once the run has stopped. */
   stopSchedule: boolean;
+  /** Only the run of this lease (the overlap policy's aborts are fenced on the run they meant). */
+  leaseGeneration?: number;
 }
 
 export type AbortResult =
@@ -53,7 +55,7 @@ WITH requested AS (
     abort_requested_by = CASE WHEN j.abort_requested_at IS NULL THEN $4 ELSE j.abort_requested_by END,
     abort_stop_schedule = j.abort_stop_schedule OR $5,
     updated_at = ${NOW(1)}
-  WHERE j.id = $2 AND j.namespace = $3 AND j.state = 'CLAIMED'
+  WHERE j.id = $2 AND j.namespace = $3 AND j.state = 'CLAIMED' AND ($6::bigint IS NULL OR j.lease_generation = $6)
   RETURNING j.id, j.lease_generation, j.lease_owner, j.abort_requested_at, j.abort_requested_by, j.abort_stop_schedule
 )
 SELECT q.*,
@@ -69,7 +71,7 @@ export async function requestAbort(
   now?: Date,
 ): Promise<AbortResult> {
   if (!isJobId(jobId)) return { kind: 'not-found' };
-  const { rows } = await pool.query(ABORT_SQL, [now ?? null, jobId, namespace, input.by, input.stopSchedule]);
+  const { rows } = await pool.query(ABORT_SQL, [now ?? null, jobId, namespace, input.by, input.stopSchedule, input.leaseGeneration ?? null]);
   const row = rows[0];
   if (row !== undefined) {
     return {

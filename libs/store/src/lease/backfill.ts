@@ -10,7 +10,8 @@
  * (they came due while the job was busy).
  *
  * Only a DUE recurring job starts a backfill (a running one is asked again when
- * its run has ended; a paused one when resumed); one backfill at a time.
+ * its run has ended; a paused one when resumed; one with late runs a policy
+ * planned, once they have run); one backfill at a time.
  * Cancelling puts a waiting job back on its regular occurrence at once, and
  * lets a running backfill run finish first.
  */
@@ -41,7 +42,7 @@ export async function startBackfill(
   if (!isJobId(jobId)) return { kind: 'not-found' };
   return inTransaction(pool, async (client) => {
     const { rows } = await client.query(
-      `SELECT state, schedule, timezone, occurrence_at, backfill_resume_at, ${NOW(1)} AS now
+      `SELECT state, schedule, timezone, occurrence_at, backfill_resume_at, next_reason, ${NOW(1)} AS now
        FROM jobs WHERE id = $2 AND namespace = $3 FOR UPDATE`,
       [now ?? null, jobId, namespace],
     );
@@ -51,6 +52,9 @@ export async function startBackfill(
     const refuse = (field: string, message: string, conflict = true): BackfillResult => ({ kind: 'refused', field, message, state, conflict });
     if (row.schedule === null) return refuse('jobId', 'backfill applies to recurring jobs (schedule); this one is one-off');
     if (row.backfill_resume_at !== null) return refuse('jobId', 'a backfill of this job is already running; cancel it first (DELETE /jobs/{id}/backfill)');
+    if (row.next_reason !== null) {
+      return refuse('jobId', `the job has late runs pending (${row.next_reason as string}); ask again once they have run`);
+    }
     if (state !== 'DUE') {
       const why = state === 'CLAIMED' ? 'the job is running; ask again once the run has ended' : state === 'PAUSED' ? 'the job is paused; resume it first' : `the job is ${state}`;
       return refuse('jobId', `cannot start a backfill: ${why}`);

@@ -21,7 +21,9 @@ export interface ClaimRequest {
    * A recurring job with misfire policy `skip` that is later than this is not
    * claimed: `skipMisfired` moves it to its next future occurrence instead, so
    * `skip` never runs an occurrence late. Default 60 s. (A run a policy planned
-   * late on purpose, with a `next_reason`, is exempt.)
+   * late on purpose, with a `next_reason`, is exempt.) Likewise a `catch-up`
+   * job waiting on an occurrence older than its window is left for
+   * `skipMisfired` to move into the window.
    */
   misfireThresholdMs?: number;
   now?: Date;
@@ -84,6 +86,9 @@ WITH due AS MATERIALIZED (
   WHERE state = 'DUE' AND next_run_at <= (SELECT ${NOW(1)}) AND task = ANY($2::text[]) AND namespace = $7
     AND NOT (misfire_policy = 'skip' AND schedule IS NOT NULL AND next_reason IS NULL
              AND next_run_at < ${NOW(1)} - make_interval(secs => $6::double precision / 1000))
+    AND NOT (misfire_policy = 'catch-up' AND catchup_window_ms IS NOT NULL AND attempt = 0 AND next_reason IS NULL
+             AND backfill_resume_at IS NULL
+             AND occurrence_at < ${NOW(1)} - make_interval(secs => catchup_window_ms::double precision / 1000))
   ORDER BY next_run_at
   LIMIT $3
   FOR UPDATE SKIP LOCKED

@@ -54,7 +54,7 @@ const LOCKED_COLUMNS = `j.id, j.lease_generation, j.lease_owner, j.schedule, j.t
   j.attempt, j.max_attempts, j.misfire_policy, j.abort_requested_at, j.abort_requested_by, j.abort_stop_schedule,
   j.retry_initial_ms, j.retry_max_ms, j.retry_multiplier, j.retry_jitter, j.start_jitter_ms, j.pause_on_failure,
   j.rescheduled_at, j.overlap_policy, j.catchup_window_ms, j.run_through, j.decided_through, j.next_reason, j.busy_since,
-  j.backfill_resume_at,
+  j.backfill_resume_at, j.next_run_at AS due_at,
   (SELECT r.started_at FROM runs r WHERE r.job_id = j.id AND r.lease_generation = j.lease_generation) AS run_started_at`;
 
 function toLockedJob(row: Record<string, unknown>): LockedJob {
@@ -91,6 +91,7 @@ function toLockedJob(row: Record<string, unknown>): LockedJob {
     runStartedAt: (row.run_started_at as Date | null) ?? null,
     busySince: (row.busy_since as Date | null) ?? null,
     backfillResumeAt: (row.backfill_resume_at as Date | null) ?? null,
+    dueAt: (row.due_at as Date | null) ?? null,
   };
 }
 
@@ -426,23 +427,40 @@ export async function skipMisfired(
 
 /**
  * `cancel-other`: a recurring job whose next occurrence came due while its run
- * still runs has that run aborted (by "overlap policy cancel-other"); when the
- * run has stopped, its settlement runs the newest occurrence. Runs in the
- * reaper's pass; the abort notifies like an operator's.
+ * runs (at or after the run started, under the schedule in force) has that run
+ * aborted, fenced on its lease generation, by "overlap policy cancel-other";
+ * when the run has stopped, its settlement runs the newest occurrence. Runs of
+ * a planned stretch (a catch-up, a buffer, a backfill) are left to finish: the
+ * occurrences they serve are already late. Runs in the reaper's pass; the
+ * abort notifies like an operator's.
  */
 export async function abortOverlapped(pool: Pool, options: { limit?: number; now?: Date } = {}): Promise<{ aborted: number }> {
   const { rows } = await pool.query(
-    `SELECT j.id, j.namespace, j.schedule, j.timezone, j.occurrence_at, ${NOW(1)} AS now
-     FROM jobs j
+    `SELECT j.id, j.namespace, j.schedule, j.timezone, j.occurrence_at, j.lease_generation, j.rescheduled_at,
+            r.started_at AS run_started_at, ${NOW(1)} AS now
+     FROM jobs j LEFT JOIN runs r ON r.job_id = j.id AND r.lease_generation = j.lease_generation
      WHERE j.state = 'CLAIMED' AND j.overlap_policy = 'cancel-other' AND j.schedule IS NOT NULL AND j.abort_requested_at IS NULL
+       AND j.run_through IS NULL AND j.backfill_resume_at IS NULL
+     ORDER BY j.occurrence_at
      LIMIT $2`,
     [options.now ?? null, options.limit ?? 1000],
   );
   let aborted = 0;
   for (const row of rows) {
-    const following = nextOccurrence({ expression: row.schedule, timezone: row.timezone }, row.occurrence_at);
+    const floor = Math.max(
+      (row.occurrence_at as Date).getTime(),
+      row.run_started_at === null ? -Infinity : (row.run_started_at as Date).getTime() - 1,
+      row.rescheduled_at === null ? -Infinity : (row.rescheduled_at as Date).getTime() - 1,
+    );
+    const following = nextOccurrence({ expression: row.schedule, timezone: row.timezone }, new Date(floor));
     if (following === null || following.getTime() > (row.now as Date).getTime()) continue;
-    const result = await requestAbort(pool, row.namespace, row.id, { by: 'overlap policy cancel-other', stopSchedule: false }, options.now);
+    const result = await requestAbort(
+      pool,
+      row.namespace,
+      row.id,
+      { by: 'overlap policy cancel-other', stopSchedule: false, leaseGeneration: Number(row.lease_generation) },
+      options.now,
+    );
     if (result.kind === 'requested') aborted++;
   }
   return { aborted };
