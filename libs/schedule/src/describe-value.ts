@@ -13,6 +13,8 @@ export function describeValue(value: unknown): string {
   if (value === undefined) return 'no value';
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
+  // NaN reads like a computation gone wrong; say what the caller sent.
+  if (typeof value === 'number' && Number.isNaN(value)) return 'a number that is not a number';
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return `${typeof value} ${String(value)}`;
   return `a value of type ${typeof value}`;
 }

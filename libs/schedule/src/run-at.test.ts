@@ -84,3 +84,10 @@ describe('parseRunAt', () => {
     expect(rejection(() => parseRunAt('soon', 'startAt')).field).toBe('startAt');
   });
 });
+
+describe('parseRunAt quoting odd inputs', () => {
+  it('says what was sent without a bare NaN (a fast-check counterexample)', () => {
+    expect(() => parseRunAt(Number.NaN)).toThrow(/got a number that is not a number$/);
+    expect(() => parseRunAt(Number.POSITIVE_INFINITY)).toThrow(/got number Infinity$/);
+  });
+});
