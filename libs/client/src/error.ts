@@ -7,7 +7,10 @@
  * offending input when the server (or the client's own checks) pointed at one;
  * `cause` keeps the original error (usually a grpc-js ServiceError) for logs.
  */
+import { fromBinary } from '@bufbuild/protobuf';
+import { anyUnpack, timestampDate } from '@bufbuild/protobuf/wkt';
 import { status as GrpcStatus, type Metadata, type ServiceError } from '@grpc/grpc-js';
+import { ClaimedJobSchema, ErrorInfoSchema, RpcStatusSchema, STATUS_DETAILS_KEY } from '@kairos/proto';
 
 /**
  * The closed set of error codes. Values are stable strings, safe to log,
@@ -43,22 +46,47 @@ export type KairosErrorCode = (typeof KairosErrorCode)[keyof typeof KairosErrorC
 /** Trailing-metadata key in which the coordinator names the offending request field. */
 export const FIELD_METADATA_KEY = 'kairos-field';
 
+/** The run that holds a claimed job (reason `JOB_CLAIMED`): stop it with abortRun. */
+export interface ClaimedJobInfo {
+  runId: string;
+  agentId: string;
+  /** The run's fencing token. */
+  leaseGeneration: number;
+  leaseUntil: Date | null;
+}
+
 export interface KairosErrorOptions {
   /** The request field the error is about (e.g. `runAt`, `payload`). */
   field?: string | undefined;
   /** The underlying error, kept for diagnostics. */
   cause?: unknown;
+  reason?: string | null;
+  details?: Readonly<Record<string, string>>;
+  claimed?: ClaimedJobInfo | null;
 }
 
 export class KairosError extends Error {
   override readonly name = 'KairosError';
   readonly code: KairosErrorCode;
   readonly field: string | undefined;
+  /**
+   * The coordinator's stable reason (google.rpc.ErrorInfo), e.g. `JOB_CLAIMED`,
+   * `NOTHING_RUNNING`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`; null for failures
+   * that never reached it (deadline, connection, the client's own checks).
+   */
+  readonly reason: string | null;
+  /** The facts the coordinator attached (ErrorInfo metadata), as strings. */
+  readonly details: Readonly<Record<string, string>>;
+  /** For `JOB_CLAIMED`: the run, agent and fencing token holding the job. */
+  readonly claimed: ClaimedJobInfo | null;
 
   constructor(code: KairosErrorCode, message: string, options: KairosErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.field = options.field;
+    this.reason = options.reason ?? null;
+    this.details = options.details ?? {};
+    this.claimed = options.claimed ?? null;
   }
 
   /**
@@ -72,7 +100,7 @@ export class KairosError extends Error {
     if (isServiceError(reason)) {
       const code = codeForStatus(reason.code);
       const message = reason.details || GrpcStatus[reason.code] || reason.message;
-      return new KairosError(code, message, { field: fieldFromMetadata(reason.metadata), cause: reason });
+      return new KairosError(code, message, { field: fieldFromMetadata(reason.metadata), cause: reason, ...richDetails(reason.metadata) });
     }
     if (reason instanceof Error) return new KairosError(KairosErrorCode.Unknown, reason.message, { cause: reason });
     return new KairosError(KairosErrorCode.Unknown, String(reason), { cause: reason });
@@ -128,4 +156,33 @@ function fieldFromMetadata(metadata: unknown): string | undefined {
   if (value === undefined) return undefined;
   const text = typeof value === 'string' ? value : value.toString('utf8');
   return text === '' ? undefined : text;
+}
+
+/** Reads the google.rpc.Status a Kairos coordinator attaches; nothing when absent or unreadable. */
+function richDetails(metadata: Metadata | undefined): Pick<KairosErrorOptions, 'reason' | 'details' | 'claimed'> {
+  const raw = metadata?.get(STATUS_DETAILS_KEY)[0];
+  if (!(raw instanceof Uint8Array)) return {};
+  try {
+    const status = fromBinary(RpcStatusSchema, raw);
+    const out: Pick<KairosErrorOptions, 'reason' | 'details' | 'claimed'> = {};
+    for (const detail of status.details) {
+      const info = anyUnpack(detail, ErrorInfoSchema);
+      if (info !== undefined) {
+        out.reason = info.reason;
+        out.details = { ...info.metadata };
+      }
+      const claimed = anyUnpack(detail, ClaimedJobSchema);
+      if (claimed !== undefined) {
+        out.claimed = {
+          runId: claimed.runId,
+          agentId: claimed.agentId,
+          leaseGeneration: Number(claimed.leaseGeneration),
+          leaseUntil: claimed.leaseUntil === undefined ? null : timestampDate(claimed.leaseUntil),
+        };
+      }
+    }
+    return out;
+  } catch {
+    return {};
+  }
 }

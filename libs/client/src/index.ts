@@ -11,7 +11,7 @@
  */
 export { createKairosClient, DEFAULT_DEADLINE_MS, type KairosClient, type KairosClientOptions } from './client';
 export type { TlsOptions } from './credentials';
-export { KairosError, KairosErrorCode, FIELD_METADATA_KEY, type KairosErrorOptions } from './error';
+export { KairosError, KairosErrorCode, FIELD_METADATA_KEY, type ClaimedJobInfo, type KairosErrorOptions } from './error';
 export {
   JOB_STATES,
   MISFIRE_POLICIES,

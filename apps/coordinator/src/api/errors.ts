@@ -36,22 +36,45 @@ export const ERROR_TABLE: Record<ApiErrorKind, { http: number; grpc: GrpcStatus 
   internal: { http: 500, grpc: GrpcStatus.INTERNAL },
 };
 
+/**
+ * The stable reason of each kind when nothing more specific applies. Reasons
+ * are UPPER_SNAKE_CASE, never change once published, and travel as
+ * `error.reason` (REST) and google.rpc.ErrorInfo.reason (gRPC); callers
+ * branch on them.
+ */
+const DEFAULT_REASONS: Record<ApiErrorKind, string> = {
+  invalid_argument: 'INVALID_ARGUMENT',
+  not_found: 'NOT_FOUND',
+  failed_precondition: 'FAILED_PRECONDITION',
+  already_exists: 'IDEMPOTENCY_KEY_REUSED',
+  version_mismatch: 'VERSION_MISMATCH',
+  unauthenticated: 'UNAUTHENTICATED',
+  permission_denied: 'PERMISSION_DENIED',
+  payload_too_large: 'PAYLOAD_TOO_LARGE',
+  unavailable: 'STORE_UNAVAILABLE',
+  internal: 'INTERNAL',
+};
+
 /** An error meant for the caller: its message is shown as is. */
 export class ApiError extends Error {
   override readonly name = 'ApiError';
+  /** The stable reason callers branch on (DEFAULT_REASONS unless given). */
+  readonly reason: string;
   constructor(
     readonly kind: ApiErrorKind,
     message: string,
     readonly field?: string,
     /** Extra machine-readable facts (e.g. the run and lease of a claimed job). */
     readonly details?: Record<string, unknown>,
+    reason?: string,
   ) {
     super(message);
+    this.reason = reason ?? DEFAULT_REASONS[kind];
   }
 }
 
 export interface ErrorBody {
-  error: { code: ApiErrorKind; message: string; field?: string; details?: Record<string, unknown> };
+  error: { code: ApiErrorKind; reason: string; message: string; field?: string; details?: Record<string, unknown> };
 }
 
 /**
@@ -73,6 +96,7 @@ export function errorBody(error: ApiError): ErrorBody {
   return {
     error: {
       code: error.kind,
+      reason: error.reason,
       message: error.message,
       ...(error.field ? { field: error.field } : {}),
       ...(error.details ? { details: error.details } : {}),

@@ -3,13 +3,29 @@
  * the `authorization` metadata, authenticate (auth.ts), check the permission
  * the call needs, refuse a request the server could not decode, run the work
  * in the caller's namespace, and map any failure through errors.ts's table.
- * The offending field travels in the `kairos-field` trailing metadata entry.
+ *
+ * A failure carries the gRPC rich error model: a google.rpc.Status in the
+ * `grpc-status-details-bin` trailer with an ErrorInfo (the stable reason, domain
+ * "kairos.dev", the error's details as strings), a BadRequest naming the field
+ * by its proto path (`retry.max_interval_ms`) for invalid input, and a
+ * kairos.v1.ClaimedJob when the job is claimed. The offending field also
+ * travels, as before, in the `kairos-field` trailer (the JSON name).
  */
+import { create, toBinary } from '@bufbuild/protobuf';
+import { anyPack, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Metadata, type ServerErrorResponse, type sendUnaryData } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { undecodableReason } from '@kairos/proto';
+import {
+  BadRequestSchema,
+  ClaimedJobSchema,
+  ERROR_DOMAIN,
+  ErrorInfoSchema,
+  RpcStatusSchema,
+  STATUS_DETAILS_KEY,
+  undecodableReason,
+} from '@kairos/proto';
 import { authorize, type Authenticator, type Permission, type Principal } from './auth';
-import { ERROR_TABLE, toApiError } from './errors';
+import { ERROR_TABLE, toApiError, type ApiError } from './errors';
 import { ValidationError } from './validation';
 
 export type UnaryHandler<Req, Res> = (call: { request: Req; metadata: Metadata }, callback: sendUnaryData<Res>) => void;
@@ -44,11 +60,43 @@ function grpcError(error: unknown, logger: Logger): ServerErrorResponse {
   // The field path can come from a payload key, which may hold any character; metadata
   // values must be printable ASCII, and grpc-js throws (outside this promise) otherwise.
   if (apiError.field) metadata.set('kairos-field', printableAscii(apiError.field));
-  return Object.assign(new Error(apiError.message), {
-    code: ERROR_TABLE[apiError.kind].grpc,
-    details: apiError.message,
-    metadata,
-  });
+  const code = ERROR_TABLE[apiError.kind].grpc;
+  metadata.set(STATUS_DETAILS_KEY, Buffer.from(toBinary(RpcStatusSchema, richStatus(apiError, code))));
+  return Object.assign(new Error(apiError.message), { code, details: apiError.message, metadata });
+}
+
+/** The google.rpc.Status of a failure: ErrorInfo always, BadRequest for a named field, ClaimedJob for a claimed job. */
+function richStatus(error: ApiError, code: number) {
+  const metadata: Record<string, string> = {};
+  for (const [key, value] of Object.entries(error.details ?? {})) {
+    if (value !== null && value !== undefined && typeof value !== 'object') metadata[key] = String(value);
+  }
+  const details = [anyPack(ErrorInfoSchema, create(ErrorInfoSchema, { reason: error.reason, domain: ERROR_DOMAIN, metadata }))];
+  if (error.field !== undefined) {
+    const violation = { field: protoFieldPath(error.field), description: error.message };
+    details.push(anyPack(BadRequestSchema, create(BadRequestSchema, { fieldViolations: [violation] })));
+  }
+  if (error.reason === 'JOB_CLAIMED' && error.details) {
+    const { runId, leaseOwner, leaseGeneration, leaseUntil } = error.details;
+    const claimed = create(ClaimedJobSchema, {
+      runId: typeof runId === 'string' ? runId : '',
+      agentId: typeof leaseOwner === 'string' ? leaseOwner : '',
+      leaseGeneration: BigInt(typeof leaseGeneration === 'number' ? leaseGeneration : 0),
+      ...(typeof leaseUntil === 'string' ? { leaseUntil: timestampFromDate(new Date(leaseUntil)) } : {}),
+    });
+    details.push(anyPack(ClaimedJobSchema, claimed));
+  }
+  return create(RpcStatusSchema, { code, message: error.message, details });
+}
+
+/** A field as the request message names it: `retry.maxIntervalMs` -> `retry.max_interval_ms`; the whole request -> ''. */
+export function protoFieldPath(field: string): string {
+  if (field === 'body') return '';
+  if (field === 'If-Match') return 'expected_version';
+  return field
+    .split('.')
+    .map((part) => part.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`))
+    .join('.');
 }
 
 /** `text` with every character outside printable ASCII written as a \\uXXXX escape. */

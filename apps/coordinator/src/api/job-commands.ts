@@ -184,9 +184,7 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
       case 'not-found':
         throw notFound(jobId);
       case 'conflict':
-        throw new ApiError('failed_precondition', `cannot ${verb} a job that is ${result.state}`, undefined, {
-          state: result.state,
-        });
+        throw new ApiError('failed_precondition', `cannot ${verb} a job that is ${result.state}`, undefined, { state: result.state }, 'JOB_STATE_CONFLICT');
       default:
         return assertNever(result);
     }
@@ -245,11 +243,10 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
               leaseUntil: result.leaseUntil?.toISOString() ?? null,
               abort: `POST /jobs/${jobId}/abort`,
             },
+            'JOB_CLAIMED',
           );
         case 'finished':
-          throw new ApiError('failed_precondition', `job already finished (${result.state})`, undefined, {
-            state: result.state,
-          });
+          throw new ApiError('failed_precondition', `job already finished (${result.state})`, undefined, { state: result.state }, 'JOB_FINISHED');
         default:
           return assertNever(result);
       }
@@ -275,7 +272,7 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
             { version: result.version },
           );
         case 'refused':
-          throw new ApiError('failed_precondition', result.message, result.field, { state: result.state });
+          throw new ApiError('failed_precondition', result.message, result.field, { state: result.state }, 'EDIT_REFUSED');
         default:
           return assertNever(result);
       }
@@ -298,7 +295,7 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
           throw notFound(jobId);
         case 'refused':
           if (!result.conflict) throw new ApiError('invalid_argument', result.message, result.field);
-          throw new ApiError('failed_precondition', result.message, undefined, { state: result.state });
+          throw new ApiError('failed_precondition', result.message, undefined, { state: result.state }, 'BACKFILL_REFUSED');
         default:
           return assertNever(result);
       }
@@ -310,7 +307,7 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
           onJobsDue();
           return { finishing: result.finishing };
         case 'none':
-          throw new ApiError('failed_precondition', 'no backfill of this job is running', undefined, { backfill: null });
+          throw new ApiError('failed_precondition', 'no backfill of this job is running', undefined, { backfill: null }, 'NO_BACKFILL');
         case 'not-found':
           throw notFound(jobId);
         default:
@@ -334,9 +331,13 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
         case 'not-found':
           throw notFound(jobId);
         case 'not-running':
-          throw new ApiError('failed_precondition', `nothing to abort: the job is ${result.state}, not running`, undefined, {
-            state: result.state,
-          });
+          throw new ApiError(
+            'failed_precondition',
+            `nothing to abort: the job is ${result.state}, not running`,
+            undefined,
+            { state: result.state },
+            'NOTHING_RUNNING',
+          );
         default:
           return assertNever(result);
       }
@@ -397,7 +398,7 @@ function upcomingOf(job: JobRecord, count: number, now: Date): PreviewView {
 }
 
 function notFound(jobId: string): ApiError {
-  return new ApiError('not_found', `job ${jobId} not found`);
+  return new ApiError('not_found', `job ${jobId} not found`, undefined, undefined, 'JOB_NOT_FOUND');
 }
 
 function iso(date: Date | null): string | null {

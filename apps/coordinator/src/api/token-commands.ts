@@ -65,7 +65,7 @@ export function tokenCommands(store: Store): TokenCommands {
     },
     async revoke(namespace, tokenId) {
       const result = await store.tokens.revoke(parseId(tokenId, 'tokenId'), { namespace });
-      if (result.kind === 'not-found') throw new ApiError('not_found', `token ${tokenId} not found`);
+      if (result.kind === 'not-found') throw new ApiError('not_found', `token ${tokenId} not found`, undefined, undefined, 'TOKEN_NOT_FOUND');
     },
   };
 }
