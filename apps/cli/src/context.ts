@@ -38,9 +38,27 @@ interface RawGlobals {
  */
 export function globalOptions(command: Command, io: CliIo): GlobalOptions {
   const raw = command.optsWithGlobals<RawGlobals>();
-  const address = raw.address ?? nonEmpty(io.env['KAIROS_ADDRESS']) ?? DEFAULT_ADDRESS;
+  const address = raw.address ?? coordinatorAddress(io);
   const token = raw.token ?? nonEmpty(io.env['KAIROS_TOKEN']) ?? devToken(io);
   return { address, token, json: raw.json === true, tls: tlsOptions(raw, io) };
+}
+
+/**
+ * The coordinator's gRPC address from the environment: KAIROS_COORDINATOR (the
+ * agent's variable too); KAIROS_ADDRESS, its former name, still works with a
+ * warning; else 127.0.0.1 on KAIROS_GRPC_PORT (the coordinator's own port
+ * variable), else the default.
+ */
+function coordinatorAddress(io: CliIo): string {
+  const current = nonEmpty(io.env['KAIROS_COORDINATOR']);
+  if (current !== undefined) return current;
+  const former = nonEmpty(io.env['KAIROS_ADDRESS']);
+  if (former !== undefined) {
+    io.stderr.write('kairos: KAIROS_ADDRESS is deprecated; set KAIROS_COORDINATOR (the same variable the agent reads)\n');
+    return former;
+  }
+  const port = nonEmpty(io.env['KAIROS_GRPC_PORT']);
+  return port !== undefined && /^\d{1,5}$/.test(port) ? `127.0.0.1:${port}` : DEFAULT_ADDRESS;
 }
 
 /** `--ca` is `--tls-ca`; KAIROS_TLS_CA and KAIROS_TLS=true turn TLS on from the environment. */

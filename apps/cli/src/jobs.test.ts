@@ -25,7 +25,7 @@ describe('kairos jobs / runs / agents against a JobService on loopback', () => {
     const fake = server;
     /** Runs kairos with --address pointing at the fake; KAIROS_* env as given. */
     async function kairos(argv: string[], env: Record<string, string> = {}) {
-      const captured = capturedIo({ KAIROS_ADDRESS: fake.address, ...env });
+      const captured = capturedIo({ KAIROS_COORDINATOR: fake.address, ...env });
       const code = await runCli(argv, captured.io);
       return { code, stdout: captured.stdout(), stderr: captured.stderr() };
     }
@@ -191,11 +191,24 @@ describe('kairos jobs / runs / agents against a JobService on loopback', () => {
     ]);
   });
 
-  it('--address wins over KAIROS_ADDRESS', async () => {
+  it('--address wins over KAIROS_COORDINATOR', async () => {
     const { server } = await setup();
-    const captured = capturedIo({ KAIROS_ADDRESS: '127.0.0.1:1' });
+    const captured = capturedIo({ KAIROS_COORDINATOR: '127.0.0.1:1' });
     const code = await runCli(['--address', server.address, 'jobs', 'get', 'a'], captured.io);
     expect(code).toBe(0);
+  });
+
+  it('reads KAIROS_COORDINATOR like the agent; KAIROS_ADDRESS still works with a warning; KAIROS_GRPC_PORT gives 127.0.0.1:<port>', async () => {
+    const { server } = await setup();
+    const port = server.address.split(':')[1]!;
+    const current = capturedIo({ KAIROS_COORDINATOR: server.address });
+    expect(await runCli(['jobs', 'get', 'a'], current.io)).toBe(0);
+    expect(current.stderr()).toBe('');
+    const former = capturedIo({ KAIROS_ADDRESS: server.address });
+    expect(await runCli(['jobs', 'get', 'a'], former.io)).toBe(0);
+    expect(former.stderr()).toMatch(/KAIROS_ADDRESS is deprecated; set KAIROS_COORDINATOR/);
+    const byPort = capturedIo({ KAIROS_GRPC_PORT: port });
+    expect(await runCli(['jobs', 'get', 'a'], byPort.io)).toBe(0);
   });
 
   it('jobs get prints the job as fields, or as JSON', async () => {

@@ -38,6 +38,18 @@ function stopRequested(): Promise<string> {
   });
 }
 
+/**
+ * A reader that stops early (`kairos jobs list | head -2`) closes the pipe:
+ * the next write fails with EPIPE. That is the reader's choice, not an error
+ * of ours: exit quietly, as Unix tools do, instead of printing a stack trace.
+ */
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(0);
+    throw error;
+  });
+}
+
 runCli(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,

@@ -28,7 +28,7 @@ export function buildProgram(io: CliIo, modules: ProcessModules): Command {
       outputError: (text, write) => write(text),
     })
     .showHelpAfterError('(run with --help for usage)')
-    .option('--address <host:port>', `coordinator gRPC address (env KAIROS_ADDRESS, default ${DEFAULT_ADDRESS})`)
+    .option('--address <host:port>', `coordinator gRPC address (env KAIROS_COORDINATOR, else 127.0.0.1:$KAIROS_GRPC_PORT, default ${DEFAULT_ADDRESS})`)
     .option('--token <token>', 'bearer token (env KAIROS_TOKEN)')
     .option('--json', 'machine-readable output: one JSON document on stdout')
     .option('--tls', 'use TLS with the system trust store (env KAIROS_TLS=true)')

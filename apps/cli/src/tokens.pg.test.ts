@@ -59,7 +59,7 @@ describe('kairos tokens', () => {
 
   it('without DATABASE_URL: goes through the coordinator with an admin token, for that namespace only', async () => {
     const admin = (await kairos(['tokens', 'create', '--namespace', 'team', '--role', 'admin'], { DATABASE_URL: db.url })).stdout.trim();
-    const viaApi = { KAIROS_ADDRESS: coordinator.grpcAddress, KAIROS_TOKEN: admin };
+    const viaApi = { KAIROS_COORDINATOR: coordinator.grpcAddress, KAIROS_TOKEN: admin };
     const made = await kairos(['tokens', 'create', '--role', 'writer', '--name', 'ci', '--json'], viaApi);
     expect(made.code).toBe(0);
     const body = JSON.parse(made.stdout) as { id: string; namespace: string; secret: string };

@@ -8,7 +8,7 @@ import https from 'node:https';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation } from 'grpc-health-check';
+import { HealthImplementation, service as healthService } from 'grpc-health-check';
 import pino, { type Logger } from 'pino';
 import {
   AgentService,
@@ -140,7 +140,13 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     'kairos.v1.TokenService': 'SERVING',
   });
   health.addToServer(grpcServer);
-  new ReflectionService(reflectionPackageDefinition() as never).addToServer(grpcServer);
+  // Reflection lists the health service too (grpcurl list shows grpc.health.v1.Health):
+  // its descriptors come with the definition grpc-health-check serves.
+  const healthDescriptors = (healthService['Check']?.requestType as { fileDescriptorProtos?: Buffer[] } | undefined)?.fileDescriptorProtos ?? [];
+  new ReflectionService({
+    ...reflectionPackageDefinition(),
+    'grpc.health.v1': { format: 'Protocol Buffer 3 FileDescriptorProto', type: {}, fileDescriptorProtos: healthDescriptors },
+  } as never).addToServer(grpcServer);
   const grpcPort = await new Promise<number>((resolve, reject) =>
     grpcServer.bindAsync(`${options.host}:${options.grpcPort}`, grpcServerCredentials(options.tls), (error, port) =>
       error ? reject(error) : resolve(port),
