@@ -44,6 +44,13 @@ module.exports = {
       to: { path: workspace, pathNot: '^libs/proto/' },
     },
     {
+      name: 'tasks-are-pure-contracts',
+      comment: 'libs/tasks holds payload schemas (zod) for the agent and the coordinator: nothing else of the workspace, no transport, no database.',
+      severity: 'error',
+      from: { path: '^libs/tasks/', pathNot: testFile },
+      to: { path: [workspace, 'node_modules/(pg|drizzle-orm|@grpc|@bufbuild)/'], pathNot: '^libs/tasks/' },
+    },
+    {
       name: 'client-imports-only-proto',
       severity: 'error',
       from: { path: '^libs/client/', pathNot: testFile },

@@ -14,6 +14,7 @@
  * write from an older attempt (higher token wins).
  */
 import type { Logger } from 'pino';
+import { payloadProblem } from '@kairos/tasks';
 import type { output, ZodType } from 'zod';
 
 /** Everything a handler learns about its run besides the payload. */
@@ -79,12 +80,8 @@ export class PayloadError extends Error {
 export function parsePayload<S extends ZodType>(schema: S, payload: Record<string, unknown>): output<S> {
   const parsed = schema.safeParse(payload);
   if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  if (issue === undefined) throw new PayloadError('payload', 'invalid payload');
-  const path = issue.path.map(String);
-  // An unknown key is reported at its parent; name the key itself.
-  if (issue.code === 'unrecognized_keys' && issue.keys[0] !== undefined) path.push(issue.keys[0]);
-  const field = path.length === 0 ? 'payload' : path.join('.');
-  const message = issue.code === 'unrecognized_keys' ? 'unknown field' : issue.message;
-  throw new PayloadError(field, `invalid payload field "${field}": ${message}`);
+  const problem = payloadProblem(schema, payload) ?? { field: 'payload', message: 'invalid payload' };
+  // Named relative to the payload, as handler authors see it ("url", "env.PATH").
+  const field = problem.field === 'payload' ? 'payload' : problem.field.slice('payload.'.length);
+  throw new PayloadError(field, `invalid payload field "${field}": ${problem.message}`);
 }

@@ -26,7 +26,7 @@
 import { spawn } from 'node:child_process';
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
+import { execPayload } from '@kairos/tasks';
 import { parsePayload, type TaskContext, type TaskHandler } from '../sdk';
 
 /** Bytes of stdout/stderr kept (the end of the stream). */
@@ -35,41 +35,6 @@ const DEFAULT_KILL_GRACE_MS = 5_000;
 
 /** The child's whole environment before the payload's `env`. */
 const BASE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-
-/**
- * Names a payload may not set: they choose what code runs (the search path,
- * the dynamic loader, interpreters' start-up hooks) rather than configure it.
- */
-const FORBIDDEN_ENV = [
-  /^PATH$/,
-  /^LD_/,
-  /^DYLD_/,
-  /^KAIROS_/,
-  /^(NODE_OPTIONS|NODE_PATH|NODE_EXTRA_CA_CERTS)$/,
-  /^PYTHON(PATH|HOME|STARTUP|INSPECT)$/,
-  /^(PERL5LIB|PERL5OPT|PERLLIB|RUBYLIB|RUBYOPT|GEM_PATH|GEM_HOME)$/,
-  /^(JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|CLASSPATH)$/,
-  /^(BASH_ENV|ENV|SHELLOPTS|BASHOPTS|IFS|PS4|PROMPT_COMMAND)$/,
-  /^(GCONV_PATH|LOCPATH|NLSPATH|MALLOC_.*|GLIBC_TUNABLES|HOSTALIASES|RESOLV_HOST_CONF)$/,
-];
-
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-const execPayload = z.strictObject({
-  argv: z.array(z.string().refine((arg) => !arg.includes('\0'), 'must not contain NUL')).min(1, 'must name the program to run'),
-  env: z
-    .record(
-      z
-        .string()
-        .regex(ENV_NAME, 'names must be letters, digits and _ (not starting with a digit)')
-        .refine((name) => !FORBIDDEN_ENV.some((re) => re.test(name)), {
-          message: 'may not set PATH, KAIROS_*, or loader/interpreter variables (LD_*, DYLD_*, NODE_OPTIONS, PYTHONPATH, BASH_ENV, ...)',
-        }),
-      z.string().refine((value) => !value.includes('\0'), 'values must not contain NUL'),
-    )
-    .optional(),
-  cwd: z.string().min(1).optional(),
-});
 
 export interface ExecResult {
   readonly exitCode: number;

@@ -14,29 +14,11 @@
  * X-Kairos-Fencing-Token (the lease generation), which payload headers cannot
  * override, so the receiver can de-duplicate and fence.
  */
-import { z } from 'zod';
+import { httpPayload } from '@kairos/tasks';
 import { parsePayload, type TaskContext, type TaskHandler } from '../sdk';
 
-const BODYLESS_METHODS = new Set(['GET', 'HEAD']);
 /** How much of an error response's body ends up in the failure message. */
 const ERROR_BODY_CHARS = 512;
-
-const httpPayload = z
-  .strictObject({
-    url: z.string().min(1),
-    method: z
-      .string()
-      .regex(/^[A-Za-z]+$/, 'must be an HTTP method name')
-      .transform((method) => method.toUpperCase())
-      .default('POST'),
-    headers: z.record(z.string(), z.string()).optional(),
-    body: z.union([z.string(), z.record(z.string(), z.unknown()), z.array(z.unknown())]).optional(),
-    timeoutMs: z.number().int().positive().optional(),
-  })
-  .refine((payload) => payload.body === undefined || !BODYLESS_METHODS.has(payload.method), {
-    message: 'a GET or HEAD request cannot have a body',
-    path: ['body'],
-  });
 
 /** Whether `url`'s host (and port) is allowed by one of the entries. */
 export function isHostAllowed(url: URL, allowHosts: readonly string[]): boolean {

@@ -3,13 +3,8 @@
  * early, rejecting, when the run's signal aborts.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { z } from 'zod';
+import { sleepPayload } from '@kairos/tasks';
 import { parsePayload, type TaskContext, type TaskHandler } from '../sdk';
-
-/** A week: long enough for any demo, short enough to catch a unit mix-up (ms for s). */
-const MAX_SLEEP_SECONDS = 7 * 24 * 3600;
-
-const sleepPayload = z.strictObject({ seconds: z.number().min(0).max(MAX_SLEEP_SECONDS) });
 
 export const sleepTask: TaskHandler = async (payload: Record<string, unknown>, ctx: TaskContext): Promise<void> => {
   const { seconds } = parsePayload(sleepPayload, payload);

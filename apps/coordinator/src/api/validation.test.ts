@@ -50,7 +50,7 @@ describe('list parsers: one set of limits for every listing', () => {
 });
 
 describe('job parsers', () => {
-  const recurring = { task: 'sleep', schedule: '0 * * * *', payload: {} };
+  const recurring = { task: 'sleep', schedule: '0 * * * *', payload: { seconds: 1 } };
 
   it('create: policies, retry and their refusals', () => {
     const input = parseCreateJob({ ...recurring, misfirePolicy: 'catch-up', catchupWindowMs: 60_000, overlapPolicy: 'buffer-all', retry: { jitter: 0.5 } });
@@ -67,15 +67,31 @@ describe('job parsers', () => {
   });
 
   it('edit: only what is given; a zone alone re-reads the current schedule; fixed fields refused', () => {
-    expect(parseEditJob({ name: null, timeoutSeconds: null }, { schedule: '0 * * * *', timezone: 'UTC' })).toEqual({ name: null, timeoutMs: null });
-    expect(parseEditJob({ timezone: 'Europe/Berlin' }, { schedule: '0 9 * * *', timezone: 'UTC' })).toEqual({
+    expect(parseEditJob({ name: null, timeoutSeconds: null }, { schedule: '0 * * * *', timezone: 'UTC', task: 'report' })).toEqual({
+      name: null,
+      timeoutMs: null,
+    });
+    expect(parseEditJob({ timezone: 'Europe/Berlin' }, { schedule: '0 9 * * *', timezone: 'UTC', task: 'report' })).toEqual({
       schedule: { expression: '0 9 * * *', timezone: 'Europe/Berlin' },
     });
-    const current = { schedule: null, timezone: 'UTC' };
+    const current = { schedule: null, timezone: 'UTC', task: 'sleep' };
     expect(refusedField(() => parseEditJob({ timezone: 'Europe/Berlin' }, current))).toBe('timezone');
     expect(refusedField(() => parseEditJob({}, current))).toBe('body');
     expect(refusedField(() => parseEditJob({ task: 'http' }, current))).toBe('task');
     expect(refusedField(() => parseEditJob([], current))).toBe('body');
+    // A new payload must suit the job's built-in task.
+    expect(refusedField(() => parseEditJob({ payload: { seconds: 'five' } }, current))).toBe('payload.seconds');
+  });
+
+  it("create: a built-in task's payload is checked, naming the field; other tasks' payloads are not", () => {
+    expect(refusedField(() => parseCreateJob({ task: 'sleep', runAt: '2030-01-01T00:00:00Z' }))).toBe('payload.seconds');
+    expect(refusedField(() => parseCreateJob({ task: 'sleep', runAt: '2030-01-01T00:00:00Z', payload: { seconds: 1, extra: 2 } }))).toBe('payload.extra');
+    expect(refusedField(() => parseCreateJob({ task: 'http', runAt: '2030-01-01T00:00:00Z', payload: { url: 'x', method: 'GET', body: 'b' } }))).toBe('payload.body');
+    expect(refusedField(() => parseCreateJob({ task: 'exec', runAt: '2030-01-01T00:00:00Z', payload: { argv: ['/bin/true'], env: { PATH: '/tmp' } } }))).toBe(
+      'payload.env.PATH',
+    );
+    expect(parseCreateJob({ task: 'sleep', runAt: '2030-01-01T00:00:00Z', payload: { seconds: 1 } }).payload).toEqual({ seconds: 1 });
+    expect(parseCreateJob({ task: 'billing.send', runAt: '2030-01-01T00:00:00Z', payload: { anything: true } }).payload).toEqual({ anything: true });
   });
 
   it('If-Match: the ETag form, a bare number, or nothing', () => {

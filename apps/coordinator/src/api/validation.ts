@@ -18,6 +18,7 @@ import {
   type OverlapPolicy,
 } from '@kairos/schedule';
 import { isJobId, JOB_STATES, type JobEdit, type JobRetry, type JobState } from '@kairos/store';
+import { builtinPayloadProblem } from '@kairos/tasks';
 import { findJsonProblem, MAX_PAYLOAD_DEPTH } from './json-safety';
 
 /** A request field failed validation. */
@@ -238,7 +239,19 @@ export function parseCreateJob(body: unknown): CreateJobInput {
     misfirePolicy,
     idempotencyKey: req.idempotencyKey ?? null,
   };
+  // Last: every field of the request itself is valid; now the task's own contract.
+  checkBuiltinPayload(req.task, payload);
   return { ...input, requestDigest: digest(input) };
+}
+
+/**
+ * A built-in task's payload must be one the task accepts (@kairos/tasks): a
+ * `sleep` job without `seconds` is refused here, naming `payload.seconds`,
+ * not run to fail three times. Other tasks' payloads are their handlers' to judge.
+ */
+function checkBuiltinPayload(task: string, payload: unknown): void {
+  const problem = builtinPayloadProblem(task, payload);
+  if (problem !== null) throw new ValidationError(problem.field, `invalid payload for task "${task}": ${problem.field}: ${problem.message}`);
 }
 
 /** Schedule errors from @kairos/schedule as the API's ValidationError (same field, same message). */
@@ -301,7 +314,7 @@ export type EditJobInput = JobEdit;
  * schedule and zone), so a new timezone alone re-reads the current schedule.
  * `null` resets a field to its default (name, timeoutSeconds, retry, jitterMs).
  */
-export function parseEditJob(body: unknown, current: { schedule: string | null; timezone: string }): EditJobInput {
+export function parseEditJob(body: unknown, current: { schedule: string | null; timezone: string; task: string }): EditJobInput {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new ValidationError('body', 'request body must be a JSON object');
   }
@@ -331,6 +344,7 @@ export function parseEditJob(body: unknown, current: { schedule: string | null; 
   if (req.payload !== undefined) {
     const payloadBytes = Buffer.byteLength(JSON.stringify(req.payload));
     if (payloadBytes > LIMITS.payloadBytes) throw new ValidationError('payload', `payload is ${payloadBytes} bytes; the limit is ${LIMITS.payloadBytes}`);
+    checkBuiltinPayload(current.task, req.payload);
     edit.payload = req.payload;
   }
   if (req.name !== undefined) edit.name = req.name;

@@ -81,7 +81,7 @@ describe('backfill, end to end', () => {
     [{ from: '2020-01-01T00:00:00Z', to: '2022-01-01T00:00:00Z' }, 'to'],
     [{ from: '2020-01-01T00:00:00Z', to: '2020-01-02T00:00:00Z', speed: 2 }, 'speed'],
   ])('refuses %j naming %s', async (body, field) => {
-    const created = await api.createJob({ task: 'sleep', schedule: '0 * * * *', payload: {} });
+    const created = await api.createJob({ task: 'sleep', schedule: '0 * * * *', payload: { seconds: 0 } });
     const answer = await api.call<any>('POST', `/jobs/${created.body.jobId}/backfill`, body);
     expect(answer.status).toBe(400);
     expect(answer.body.error.field).toBe(field);
@@ -94,7 +94,7 @@ describe('backfill, end to end', () => {
     const range = { from: '2020-01-01T00:00:00Z', to: '2025-01-01T00:00:00Z' };
     await expect(client.startBackfill(created.jobId, range)).rejects.toMatchObject({ code: 'failed-precondition' });
     await client.resumeJob(created.jobId);
-    const oneOff = await client.createJob({ task: 'sleep', runAt: new Date(Date.now() + HOUR) });
+    const oneOff = await client.createJob({ task: 'sleep', runAt: new Date(Date.now() + HOUR), payload: { seconds: 0 } });
     await expect(client.startBackfill(oneOff.jobId, range)).rejects.toMatchObject({ code: 'failed-precondition' });
 
     const started = await client.startBackfill(created.jobId, range);

@@ -200,6 +200,9 @@ describe('coordinator and agents, end to end', () => {
       [{ task: 'sleep', runAt: new Date().toISOString(), payload: [1] }, 'payload'],
       [{ task: 'sleep', runAt: new Date().toISOString(), maxAttempts: 0 }, 'maxAttempts'],
       [{ task: 'sleep', runAt: new Date().toISOString(), colour: 'blue' }, 'colour'],
+      // The built-in tasks' payloads are checked at create (libs/tasks): sleep needs seconds.
+      [{ task: 'sleep', runAt: new Date().toISOString() }, 'payload.seconds'],
+      [{ task: 'http', runAt: new Date().toISOString(), payload: { url: 'http://x/', method: 'GET', body: 'b' } }, 'payload.body'],
     ];
     for (const [body, field] of cases) {
       const response = await api.createJob(body);

@@ -68,7 +68,7 @@ describe('database outage', () => {
 
     // While it is down: the coordinator says it is not ready and refuses writes with 503.
     await waitFor(async () => (await api.call('GET', '/readyz')).status === 503, { description: 'readyz 503' });
-    const refused = await api.createJob({ task: 'sleep', runAt: new Date().toISOString() });
+    const refused = await api.createJob({ task: 'sleep', runAt: new Date().toISOString(), payload: { seconds: 0 } });
     expect(refused.status).toBe(503);
     expect(refused.body.error.code).toBe('unavailable');
     // Reads too: 503, not 500 (found by tools/chaos).

@@ -82,7 +82,7 @@ describe('edit a job in place, end to end', () => {
     [{ retry: { jitter: -1 } }, 'retry.jitter'],
     [{ colour: 'blue' }, 'colour'],
   ])('refuses %j naming %s, changing nothing', async (body, field) => {
-    const created = await api.createJob({ task: 'sleep', schedule: '0 * * * *', payload: {} });
+    const created = await api.createJob({ task: 'sleep', schedule: '0 * * * *', payload: { seconds: 0 } });
     const before = (await api.getJob(created.body.jobId)).body;
     const answer = await patch(created.body.jobId, body);
     expect(answer.status).toBe(400);
@@ -91,7 +91,7 @@ describe('edit a job in place, end to end', () => {
   });
 
   it('refuses a malformed If-Match naming it, and answers 404 for an unknown job', async () => {
-    const created = await api.createJob({ task: 'sleep', runAt: new Date(Date.now() + 60_000).toISOString(), payload: {} });
+    const created = await api.createJob({ task: 'sleep', runAt: new Date(Date.now() + 60_000).toISOString(), payload: { seconds: 0 } });
     expect((await patch(created.body.jobId, { name: 'x' }, 'yesterday')).body.error.field).toBe('If-Match');
     expect((await patch('0190a3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d', { name: 'x' })).status).toBe(404);
   });

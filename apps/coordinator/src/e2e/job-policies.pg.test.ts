@@ -52,10 +52,10 @@ describe('job retry policy, start jitter and pause on failure, end to end', () =
       pausedReason: null,
       version: 1,
     });
-    const plain = await api.createJob({ task: 'sleep', runAt: new Date(Date.now() + 3_600_000).toISOString(), payload: {} });
+    const plain = await api.createJob({ task: 'sleep', runAt: new Date(Date.now() + 3_600_000).toISOString(), payload: { seconds: 0 } });
     expect(plain.body.job).toMatchObject({ retry: { initialIntervalMs: 100, maxIntervalMs: 3_600_000, multiplier: 2, jitter: 0 }, jitterMs: 0, pauseOnFailure: false });
 
-    const viaGrpc = await client.createJob({ task: 'sleep', schedule: '0 * * * *', retry: { maxIntervalMs: 5000, jitter: 0.3 }, jitterMs: 1000 });
+    const viaGrpc = await client.createJob({ task: 'sleep', schedule: '0 * * * *', payload: { seconds: 0 }, retry: { maxIntervalMs: 5000, jitter: 0.3 }, jitterMs: 1000 });
     expect(await client.getJob(viaGrpc.jobId)).toMatchObject({
       retry: { initialIntervalMs: 100, maxIntervalMs: 5000, multiplier: 2, jitter: 0.3 },
       jitterMs: 1000,
@@ -79,7 +79,7 @@ describe('job retry policy, start jitter and pause on failure, end to end', () =
     [{ misfirePolicy: 'catch-up', catchupWindowMs: 10 }, 'catchupWindowMs'],
   ])('refuses %j naming %s, and creates nothing', async (fields, field) => {
     const before = (await api.listJobs('?limit=1000')).body.jobs.length;
-    const answer = await api.createJob({ task: 'sleep', schedule: '0 * * * *', payload: {}, ...fields });
+    const answer = await api.createJob({ task: 'sleep', schedule: '0 * * * *', payload: { seconds: 0 }, ...fields });
     expect(answer.status).toBe(400);
     expect(answer.body.error.field).toBe(field);
     expect((await api.listJobs('?limit=1000')).body.jobs.length).toBe(before);
@@ -89,13 +89,13 @@ describe('job retry policy, start jitter and pause on failure, end to end', () =
     const rest = await api.createJob({
       task: 'sleep',
       schedule: '0 * * * *',
-      payload: {},
+      payload: { seconds: 0 },
       misfirePolicy: 'catch-up',
       catchupWindowMs: 86_400_000,
       overlapPolicy: 'buffer-all',
     });
     expect(rest.body.job).toMatchObject({ misfirePolicy: 'catch-up', catchupWindowMs: 86_400_000, overlapPolicy: 'buffer-all' });
-    const viaGrpc = await client.createJob({ task: 'sleep', schedule: '0 * * * *', misfirePolicy: 'catch-up', overlapPolicy: 'cancel-other' });
+    const viaGrpc = await client.createJob({ task: 'sleep', schedule: '0 * * * *', payload: { seconds: 0 }, misfirePolicy: 'catch-up', overlapPolicy: 'cancel-other' });
     expect(await client.getJob(viaGrpc.jobId)).toMatchObject({ misfirePolicy: 'catch-up', catchupWindowMs: null, overlapPolicy: 'cancel-other' });
     const edited = await client.updateJob(viaGrpc.jobId, { overlapPolicy: 'buffer-one', catchupWindowMs: 3_600_000 });
     expect(edited.job).toMatchObject({ overlapPolicy: 'buffer-one', catchupWindowMs: 3_600_000 });

@@ -25,7 +25,7 @@ describe('retention, end to end', () => {
     await startAgentProcess({ coordinator: coordinator.grpcAddress, agentId: 'worker' });
     const oneOff = (await api.createJob({ task: 'sleep', runAt: new Date().toISOString(), payload: { seconds: 0 } })).body.jobId;
     const recurring = (await api.createJob({ task: 'sleep', schedule: '* * * * * *', payload: { seconds: 0 } })).body.jobId;
-    const dead = (await api.createJob({ task: 'sleep', runAt: new Date().toISOString(), payload: { seconds: 'x' }, maxAttempts: 1 })).body.jobId;
+    const dead = (await api.createJob({ task: 'http', runAt: new Date().toISOString(), payload: { url: 'http://not-on-the-allow-list.invalid/' }, maxAttempts: 1 })).body.jobId;
 
     await waitFor(async () => (await api.getJob(oneOff)).body.state === 'COMPLETED', { description: 'the one-off job done' });
     // Two seconds after it finished, it is gone, runs and all.

@@ -109,8 +109,8 @@ describe('rich errors, end to end', () => {
 
   it.each([
     ['an unknown job', (c: KairosClient) => c.getJob('0190a3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d'), 'not-found', 'JOB_NOT_FOUND'],
-    ['an abort with nothing running', async (c: KairosClient) => c.abortRun((await c.createJob({ task: 'sleep', runAt: new Date(Date.now() + 3_600_000) })).jobId), 'failed-precondition', 'NOTHING_RUNNING'],
-    ['an edit against another version', async (c: KairosClient) => c.updateJob((await c.createJob({ task: 'sleep', runAt: new Date(Date.now() + 3_600_000) })).jobId, { name: 'x' }, { expectedVersion: 9 }), 'aborted', 'VERSION_MISMATCH'],
+    ['an abort with nothing running', async (c: KairosClient) => c.abortRun((await c.createJob({ task: 'sleep', runAt: new Date(Date.now() + 3_600_000), payload: { seconds: 0 } })).jobId), 'failed-precondition', 'NOTHING_RUNNING'],
+    ['an edit against another version', async (c: KairosClient) => c.updateJob((await c.createJob({ task: 'sleep', runAt: new Date(Date.now() + 3_600_000), payload: { seconds: 0 } })).jobId, { name: 'x' }, { expectedVersion: 9 }), 'aborted', 'VERSION_MISMATCH'],
   ] as const)('%s', async (_what, call, code, reason) => {
     const error = await Promise.resolve()
       .then((): Promise<unknown> => call(client))

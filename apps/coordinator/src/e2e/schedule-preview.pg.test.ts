@@ -58,7 +58,7 @@ describe('schedule previews, end to end', () => {
   });
 
   it("lists a job's upcoming occurrences from the one it waits for; a one-off job's is its runAt", async () => {
-    const recurring = await api.createJob({ task: 'sleep', schedule: '0 9 * * *', timezone: 'America/New_York', payload: {} });
+    const recurring = await api.createJob({ task: 'sleep', schedule: '0 9 * * *', timezone: 'America/New_York', payload: { seconds: 0 } });
     const job = (await api.getJob(recurring.body.jobId)).body;
     const upcoming = await api.call<any>('GET', `/jobs/${job.jobId}/upcoming?count=3`);
     expect(upcoming.status).toBe(200);
@@ -70,7 +70,7 @@ describe('schedule previews, end to end', () => {
     expect(viaGrpc.occurrences.map((o) => o.at?.toISOString())).toEqual(upcoming.body.occurrences.map((o: { at: string }) => o.at));
 
     const runAt = '2031-05-06T07:08:09.000Z';
-    const oneOff = await api.createJob({ task: 'sleep', runAt, payload: {} });
+    const oneOff = await api.createJob({ task: 'sleep', runAt, payload: { seconds: 0 } });
     const single = await api.call<any>('GET', `/jobs/${oneOff.body.jobId}/upcoming`);
     expect(single.body).toMatchObject({ schedule: null, occurrences: [{ at: runAt, dst: null }] });
     expect((await api.cancelJob(oneOff.body.jobId)).status).toBe(204);

@@ -174,7 +174,7 @@ describe('security: tokens, roles and namespaces', () => {
     const beta = restClient(coordinator.httpUrl, secrets.otherWriter);
     const listed = (await beta.listJobs('?limit=1000')).body.jobs.map((job: { jobId: string }) => job.jobId);
     expect(listed).not.toContain(alpha);
-    const body = { task: 'sleep', runAt: new Date(Date.now() + 3_600_000).toISOString(), payload: {}, idempotencyKey: 'same-key' };
+    const body = { task: 'sleep', runAt: new Date(Date.now() + 3_600_000).toISOString(), payload: { seconds: 0 }, idempotencyKey: 'same-key' };
     const first = await admin().createJob(body);
     const second = await beta.createJob(body);
     expect([first.status, second.status]).toEqual([201, 201]);
@@ -260,7 +260,7 @@ describe('security: tokens, roles and namespaces', () => {
       allowed?: string;
       call: (c: KairosClient, jobId: string, tokenId: string) => Promise<unknown>;
     }> = [
-      { name: 'CreateJob', need: 'write', scoped: false, call: (c) => c.createJob({ task: 'sleep', runAt: new Date(Date.now() + 3_600_000), payload: {} }) },
+      { name: 'CreateJob', need: 'write', scoped: false, call: (c) => c.createJob({ task: 'sleep', runAt: new Date(Date.now() + 3_600_000), payload: { seconds: 0 } }) },
       { name: 'GetJob', need: 'read', scoped: true, call: (c, id) => c.getJob(id) },
       { name: 'ListJobs', need: 'read', scoped: false, call: (c) => c.listJobs() },
       { name: 'ListRuns', need: 'read', scoped: true, call: (c, id) => c.listRuns(id) },
