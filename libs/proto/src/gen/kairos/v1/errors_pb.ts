@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file kairos/v1/errors.proto.
  */
 export const file_kairos_v1_errors: GenFile = /*@__PURE__*/
-  fileDesc("ChZrYWlyb3MvdjEvZXJyb3JzLnByb3RvEglrYWlyb3MudjEieQoKQ2xhaW1lZEpvYhIOCgZydW5faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSGAoQbGVhc2VfZ2VuZXJhdGlvbhgDIAEoBBIvCgtsZWFzZV91bnRpbBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("ChZrYWlyb3MvdjEvZXJyb3JzLnByb3RvEglrYWlyb3MudjEieQoKQ2xhaW1lZEpvYhIOCgZydW5faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSGAoQbGVhc2VfZ2VuZXJhdGlvbhgDIAEoBBIvCgtsZWFzZV91bnRpbBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCbQoNZGV2LmthaXJvcy52MUILRXJyb3JzUHJvdG9QAVooa2Fpcm9zLmRldi9jbGllbnQvZ2VuL2thaXJvcy92MTtrYWlyb3N2MaoCCUthaXJvcy5WMcoCCUthaXJvc1xWMeoCCkthaXJvczo6VjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * The job is CLAIMED: an agent holds its lease and runs it (or is about to).
