@@ -1,11 +1,15 @@
 #!/usr/bin/env node
-// Fails when the committed protobuf code is stale or the .proto files break lint.
+// Fails when the committed protobuf code is stale, the .proto files break lint,
+// or they break compatibility with the previous commit.
 //
 // 1. Regenerates proto/ with the committed template (proto/buf.gen.yaml) into a
 //    temporary folder (`buf generate -o <tmp>` prefixes the template's `out`), and
 //    compares the result file by file with libs/proto/src/gen.
 // 2. Runs `buf lint proto`.
-// Exit code 0 when both pass, 1 otherwise (with a message naming what to do).
+// 3. Runs `buf breaking proto` against the previous commit (HEAD~1; the
+//    module's `breaking` rules, FILE: generated code in every language keeps
+//    compiling). Skipped, saying so, in a clone without that commit (shallow).
+// Exit code 0 when all pass, 1 otherwise (with a message naming what to do).
 //
 // Works offline on a clean checkout after `npm ci`: the buf binary ships inside
 // the @bufbuild/buf npm package and protoc-gen-es is a local node_modules plugin.
@@ -97,8 +101,20 @@ async function main() {
     failed = true;
   }
 
+  let breakingNote = 'and buf breaking against the previous commit';
+  const previous = spawnSync('git', ['rev-parse', '--verify', '--quiet', 'HEAD~1'], { cwd: root, encoding: 'utf8' });
+  if (previous.status !== 0) {
+    breakingNote = '(buf breaking skipped: no previous commit in this clone)';
+  } else {
+    const breaking = buf(['breaking', 'proto', '--against', '.git#ref=HEAD~1,subdir=proto']);
+    if (!breaking.ok) {
+      console.error(`check-generated: buf breaking against the previous commit failed:\n${breaking.output}`);
+      failed = true;
+    }
+  }
+
   if (failed) process.exit(1);
-  console.log('check-generated: libs/proto/src/gen is up to date and proto/ passes buf lint.');
+  console.log(`check-generated: libs/proto/src/gen is up to date and proto/ passes buf lint ${breakingNote}.`);
 }
 
 main().catch((error) => {
