@@ -27,7 +27,8 @@ export function restClient(baseUrl: string, token?: string) {
     getJob: (id: string) => call<any>('GET', `/jobs/${id}`),
     listJobs: (query = '') => call<any>('GET', `/jobs${query}`),
     cancelJob: (id: string) => call<any>('DELETE', `/jobs/${id}`),
-    runs: (id: string) => call<any[]>('GET', `/jobs/${id}/runs`),
+    /** One page of a job's runs: `{runs, nextCursor}`. */
+    runs: (id: string, query = '') => call<{ runs: any[]; nextCursor: string | null; error?: any }>('GET', `/jobs/${id}/runs${query}`),
     agents: () => call<any[]>('GET', '/agents'),
     control: (id: string, verb: 'pause' | 'resume' | 'trigger') => call<any>('POST', `/jobs/${id}/${verb}`),
   };

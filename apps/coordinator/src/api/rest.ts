@@ -106,10 +106,9 @@ export function createRestServer(deps: {
     await commands.cancel(namespaceFor(request, 'write'), request.params.id);
     return reply.code(204).send();
   });
-  app.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>('/jobs/:id/runs', async (request) => {
-    const page = await commands.runs(namespaceFor(request, 'read'), request.params.id, request.query);
-    return page.runs;
-  });
+  app.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>('/jobs/:id/runs', async (request) =>
+    commands.runs(namespaceFor(request, 'read'), request.params.id, request.query),
+  );
   app.post<{ Params: { id: string }; Querystring: { stopSchedule?: string } }>('/jobs/:id/abort', async (request, reply) => {
     const caller = callerWith(request, 'write');
     const stopSchedule = parseBooleanQuery(request.query.stopSchedule, 'stopSchedule');

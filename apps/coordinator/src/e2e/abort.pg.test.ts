@@ -128,7 +128,7 @@ describe('abort a running run, end to end', () => {
     const job = await untilJob(api, jobId, (j) => j.state === 'CANCELLED', 'the job cancelled');
     expect(job.abort).toBeNull();
     expect(existsSync(terminated)).toBe(true);
-    const runs = (await api.runs(jobId)).body;
+    const runs = (await api.runs(jobId)).body.runs;
     expect(runs).toEqual([
       expect.objectContaining({ outcome: 'CANCELLED', abortedBy: `oncall (token ${writer.token.id})`, workerId: 'worker' }),
     ]);

@@ -50,7 +50,7 @@ describe('backfill, end to end', () => {
     expect((await api.call<any>('POST', `/jobs/${jobId}/backfill`, { from, to })).status).toBe(409);
     const runs = await waitFor(
       async () => {
-        const list = (await api.runs(jobId)).body;
+        const list = (await api.runs(jobId)).body.runs;
         return list.filter((r: { outcome: string }) => r.outcome === 'SUCCEEDED').length === 3 ? list : undefined;
       },
       { timeoutMs: 20_000, description: 'three backfill runs' },
@@ -61,6 +61,13 @@ describe('backfill, end to end', () => {
       [new Date(lastHour - HOUR).toISOString(), 'backfill'],
     ]);
     for (let i = 1; i < runs.length; i++) expect(Date.parse(runs[i].startedAt)).toBeGreaterThanOrEqual(Date.parse(runs[i - 1].finishedAt));
+    // The runs page like the jobs: limit, nextCursor, a bad cursor or limit named.
+    const first = (await api.runs(jobId, '?limit=2')).body;
+    expect(first.runs.map((r: { runId: string }) => r.runId)).toEqual(runs.slice(0, 2).map((r: { runId: string }) => r.runId));
+    const second = (await api.runs(jobId, `?limit=2&cursor=${first.nextCursor}`)).body;
+    expect(second).toEqual({ runs: [runs[2]], nextCursor: null });
+    expect((await api.runs(jobId, '?cursor=abc')).body.error.field).toBe('cursor');
+    expect((await api.runs(jobId, '?limit=5000')).body.error.field).toBe('limit');
     const after = await waitFor(
       async () => {
         const job = (await api.getJob(jobId)).body;

@@ -55,7 +55,7 @@ describe('coordinator and agents, end to end', () => {
     expect(created.status).toBe(201);
 
     await untilState(created.body.jobId, 'COMPLETED');
-    const runs = (await api.runs(created.body.jobId)).body;
+    const runs = (await api.runs(created.body.jobId)).body.runs;
     expect(runs).toHaveLength(1);
     const [run] = runs;
     expect(run).toMatchObject({ attempt: 1, outcome: 'SUCCEEDED', scheduledFor: runAt.toISOString() });
@@ -71,7 +71,7 @@ describe('coordinator and agents, end to end', () => {
     const jobId = created.body.jobId;
     const succeeded = await waitFor(
       async () => {
-        const runs = (await api.runs(jobId)).body.filter((r) => r.outcome === 'SUCCEEDED');
+        const runs = (await api.runs(jobId)).body.runs.filter((r) => r.outcome === 'SUCCEEDED');
         return runs.length >= 6 ? runs : undefined;
       },
       { timeoutMs: 20_000, description: 'six successful occurrences' },
@@ -95,7 +95,7 @@ describe('coordinator and agents, end to end', () => {
     expect((await api.cancelJob(doomed.body.jobId)).status).toBe(204);
     await untilState(sentinel.body.jobId, 'COMPLETED');
     expect((await api.getJob(doomed.body.jobId)).body.state).toBe('CANCELLED');
-    expect((await api.runs(doomed.body.jobId)).body).toEqual([]);
+    expect((await api.runs(doomed.body.jobId)).body.runs).toEqual([]);
 
     const running = await api.createJob({ task: 'sleep', runAt: new Date().toISOString(), payload: { seconds: 2 } });
     await untilState(running.body.jobId, 'CLAIMED');
@@ -153,7 +153,7 @@ describe('coordinator and agents, end to end', () => {
     });
     const jobId = created.body.jobId;
     await untilState(jobId, 'DEAD');
-    const runs = (await api.runs(jobId)).body;
+    const runs = (await api.runs(jobId)).body.runs;
     expect(runs.map((r) => [r.attempt, r.outcome])).toEqual([
       [1, 'FAILED'],
       [2, 'FAILED'],
@@ -172,7 +172,7 @@ describe('coordinator and agents, end to end', () => {
     const jobId = created.body.jobId;
     const runs = await waitFor(
       async () => {
-        const all = (await api.runs(jobId)).body;
+        const all = (await api.runs(jobId)).body.runs;
         return all.filter((r) => r.outcome === 'SUCCEEDED').length >= 2 ? all : undefined;
       },
       { timeoutMs: 20_000, description: 'two long runs' },

@@ -114,7 +114,7 @@ describe('edit a job in place, end to end', () => {
     expect((await patch(jobId, { runAt: new Date().toISOString() })).body.error).toMatchObject({ code: 'failed_precondition', field: 'runAt' });
     const runs = await waitFor(
       async () => {
-        const list = (await api.runs(jobId)).body.filter((r: { outcome: string }) => r.outcome === 'SUCCEEDED');
+        const list = (await api.runs(jobId)).body.runs.filter((r: { outcome: string }) => r.outcome === 'SUCCEEDED');
         return list.length >= 2 ? list : undefined;
       },
       { timeoutMs: 20_000, description: 'two successful runs' },

@@ -97,7 +97,7 @@ describe('hostile and broken agents', () => {
     expect(mid.rows[0]).toMatchObject({ lease_owner: 'victim', lease_generation: claimed.lease_generation });
 
     await waitFor(async () => (await admin.getJob(jobId)).body.state === 'COMPLETED', { timeoutMs: 20_000, description: 'the victim to finish' });
-    const runs = (await admin.runs(jobId)).body;
+    const runs = (await admin.runs(jobId)).body.runs;
     expect(runs.map((run: { workerId: string; outcome: string; leaseGeneration: number }) => [run.workerId, run.outcome, String(run.leaseGeneration)])).toEqual([
       ['victim', 'SUCCEEDED', generation],
     ]);

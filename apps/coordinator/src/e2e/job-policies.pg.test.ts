@@ -127,7 +127,7 @@ describe('job retry policy, start jitter and pause on failure, end to end', () =
       { timeoutMs: 20_000, description: 'the job paused' },
     );
     expect(paused.pausedReason).toMatch(/^paused on failure: occurrence .* ended FAILED after 2 of 2 attempts$/);
-    const runs = (await api.runs(jobId)).body;
+    const runs = (await api.runs(jobId)).body.runs;
     expect(runs.map((r: { outcome: string; attempt: number }) => [r.attempt, r.outcome])).toEqual([
       [1, 'FAILED'],
       [2, 'FAILED'],
@@ -144,7 +144,7 @@ describe('job retry policy, start jitter and pause on failure, end to end', () =
     const jobId = created.body.jobId;
     const runs = await waitFor(
       async () => {
-        const list = (await api.runs(jobId)).body;
+        const list = (await api.runs(jobId)).body.runs;
         return list.filter((r: { outcome: string }) => r.outcome === 'CANCELLED').length >= 2 ? list : undefined;
       },
       { timeoutMs: 30_000, description: 'two runs aborted by the overlap policy' },

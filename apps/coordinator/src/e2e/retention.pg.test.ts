@@ -35,7 +35,7 @@ describe('retention, end to end', () => {
     // The recurring job stays; its runs older than three seconds go.
     await waitFor(
       async () => {
-        const runs = (await api.runs(recurring)).body;
+        const runs = (await api.runs(recurring)).body.runs;
         return runs.length > 0 && runs.every((r: { finishedAt: string | null }) => r.finishedAt === null || Date.now() - Date.parse(r.finishedAt) < 6_000);
       },
       { timeoutMs: 15_000, description: 'only recent runs of the recurring job left' },
