@@ -3,9 +3,10 @@
  * (grpc-jobs.ts) parse their requests into these calls and render the results.
  * Expected refusals leave here as ApiError with the kind that errors.ts maps.
  */
-import { parseCron, previewOccurrences, type CronSchedule, type DstMark, type PreviewedOccurrence } from '@kairos/schedule';
+import { parseCron, previewOccurrences, type CronSchedule, type PreviewedOccurrence } from '@kairos/schedule';
 import type { JobRecord, RunRecord, Store } from '@kairos/store';
 import { ApiError } from './errors';
+import type { AbortView, BackfillView, JobView, PreviewView, RunView } from './views';
 import {
   parseBackfill,
   parseCount,
@@ -18,100 +19,7 @@ import {
   parsePreview,
 } from './validation';
 
-export interface JobView {
-  jobId: string;
-  namespace: string;
-  name: string | null;
-  task: string;
-  schedule: string | null;
-  runAt: string | null;
-  timezone: string;
-  payload: unknown;
-  state: JobRecord['state'];
-  /** When the job may next start (an occurrence, or a retry time); null when finished. */
-  nextRunAt: string | null;
-  /** The schedule occurrence the pending or running attempt serves. */
-  occurrenceAt: string | null;
-  attempt: number;
-  maxAttempts: number;
-  timeoutSeconds: number | null;
-  misfirePolicy: JobRecord['misfirePolicy'];
-  idempotencyKey: string | null;
-  leaseGeneration: number;
-  leaseOwner: string | null;
-  /** An abort of the running run in progress (until the run has ended); null otherwise. */
-  abort: { requestedAt: string; requestedBy: string | null; stopSchedule: boolean } | null;
-  /** The retry policy in force: the job's own values, the coordinator's defaults for the rest. */
-  retry: { initialIntervalMs: number; maxIntervalMs: number; multiplier: number; jitter: number };
-  /** A recurring job's occurrences start up to this much later (fixed per occurrence); 0: on time. */
-  jitterMs: number;
-  pauseOnFailure: boolean;
-  /** Why the job was paused automatically; null otherwise. */
-  pausedReason: string | null;
-  /** Grows by one on every edit; the ETag of GET /jobs/{id}. */
-  version: number;
-  /** What happens to occurrences that come due while the job's run is still running. */
-  overlapPolicy: JobRecord['overlapPolicy'];
-  /** catch-up: missed occurrences older than this are skipped; null: no bound. */
-  catchupWindowMs: number | null;
-  /** A backfill in progress: the occurrences up to `through` run next, then the schedule resumes at `resumeAt`; null otherwise. */
-  backfill: { through: string | null; resumeAt: string } | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface RunView {
-  runId: string;
-  jobId: string;
-  attempt: number;
-  leaseGeneration: number | null;
-  scheduledFor: string;
-  startedAt: string | null;
-  finishedAt: string | null;
-  outcome: RunRecord['outcome'];
-  workerId: string | null;
-  error: string | null;
-  /** Who aborted the run (a token's name and id); null when nobody did. */
-  abortedBy: string | null;
-  /** The policy that decided this run or skip (e.g. `misfire:catch-up`, `overlap:skip`); null for a run on time. */
-  reason: string | null;
-}
-
-/** The answer to an abort: the run being stopped, and the agent asked to stop it. */
-export interface AbortView {
-  runId: string | null;
-  jobId: string;
-  leaseGeneration: number;
-  agentId: string | null;
-  requestedBy: string | null;
-  requestedAt: string;
-  stopSchedule: boolean;
-}
-
-/** One previewed occurrence (docs/api.md "Preview"). */
-export interface OccurrenceView {
-  at: string;
-  local: string;
-  offset: string;
-  dst: DstMark | null;
-  scheduledLocal: string | null;
-}
-
-export interface PreviewView {
-  schedule: string | null;
-  timezone: string;
-  occurrences: OccurrenceView[];
-}
-
-/** A backfill started: the occurrences it runs. */
-export interface BackfillView {
-  jobId: string;
-  first: string;
-  last: string;
-  count: number;
-  /** The regular occurrence the job resumes from afterwards. */
-  resumeAt: string;
-}
+export type { AbortView, BackfillView, JobView, OccurrenceView, PreviewView, RunView } from './views';
 
 export interface JobCommands {
   create(namespace: string, body: unknown): Promise<{ created: boolean; job: JobView }>;
@@ -414,7 +322,7 @@ export function toJobView(job: JobRecord, defaults: RetryDefaults): JobView {
     schedule: job.schedule,
     runAt: iso(job.runAt),
     timezone: job.timezone,
-    payload: job.payload,
+    payload: job.payload as Record<string, unknown>,
     state: job.state,
     nextRunAt: iso(job.nextRunAt),
     occurrenceAt: iso(job.occurrenceAt),

@@ -21,7 +21,8 @@ import { authorize, type Authenticator, type Permission, type Principal } from '
 import { ApiError, ERROR_TABLE, errorBody, toApiError } from './errors';
 import type { JobCommands } from './job-commands';
 import type { TokenCommands } from './token-commands';
-import { LIMITS } from './validation';
+import { openApiDocument } from './openapi';
+import { LIMITS, queryValue } from './validation';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -30,8 +31,8 @@ declare module 'fastify' {
   }
 }
 
-/** Routes anyone may call: probes for the orchestrator and the Prometheus scrape (counts only, no job data). */
-const PUBLIC_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
+/** Routes anyone may call: probes for the orchestrator, the Prometheus scrape (counts only, no job data) and the API's description. */
+const PUBLIC_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/openapi.json']);
 
 export function createRestServer(deps: {
   commands: JobCommands;
@@ -63,14 +64,33 @@ export function createRestServer(deps: {
     },
   });
 
-  app.setErrorHandler((error, _request, reply) => {
+  app.setErrorHandler((error, request, reply) => {
+    // A method fastify parses bodies for (e.g. QUERY) on a path without that method: the route answer, not the body's.
+    if (request.is404) return noRoute(request, reply);
     const framework = frameworkError(error);
     if (framework) return send(reply, framework.error, framework.status);
     return send(reply, toApiError(error, (cause) => logger.error({ err: cause }, 'request failed')));
   });
-  app.setNotFoundHandler((request, reply) =>
-    send(reply, new ApiError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`)),
-  );
+  // A path that exists with another method is a 405 naming the methods it has (Allow), not a 404.
+  const routes: { pattern: RegExp; method: string }[] = [];
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const pattern = new RegExp(`^${route.url.replace(/:[^/]+/g, '[^/]+')}$`);
+    for (const method of methods) routes.push({ pattern, method });
+  });
+  const noRoute = (request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0] ?? '';
+    const allowed = [...new Set(routes.filter((route) => route.pattern.test(path)).map((route) => route.method))];
+    if (allowed.length > 0) {
+      return send(
+        reply.header('allow', allowed.join(', ')),
+        new ApiError('invalid_argument', `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`, undefined, undefined, 'METHOD_NOT_ALLOWED'),
+        405,
+      );
+    }
+    return send(reply, new ApiError('not_found', `no route ${request.method} ${path}`));
+  };
+  app.setNotFoundHandler(noRoute);
 
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (request) => {
@@ -122,8 +142,8 @@ export function createRestServer(deps: {
   app.delete<{ Params: { id: string } }>('/jobs/:id/backfill', async (request) =>
     commands.cancelBackfill(namespaceFor(request, 'write'), request.params.id),
   );
-  app.get<{ Params: { id: string }; Querystring: { count?: string } }>('/jobs/:id/upcoming', async (request) =>
-    commands.upcoming(namespaceFor(request, 'read'), request.params.id, request.query.count),
+  app.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>('/jobs/:id/upcoming', async (request) =>
+    commands.upcoming(namespaceFor(request, 'read'), request.params.id, queryValue(request.query, 'count')),
   );
   app.post('/schedules/preview', async (request) => {
     namespaceFor(request, 'read');
@@ -144,6 +164,8 @@ export function createRestServer(deps: {
     await deps.tokens.revoke(namespaceFor(request, 'admin'), request.params.id);
     return reply.code(204).send();
   });
+  const openapi = JSON.stringify(openApiDocument());
+  app.get('/openapi.json', async (_request, reply) => reply.type('application/json').send(openapi));
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const ok = await deps.ready();

@@ -6,17 +6,11 @@
 import { z } from 'zod';
 import { TOKEN_ROLES, type Store, type TokenRecord, type TokenRole } from '@kairos/store';
 import { ApiError } from './errors';
+import { findJsonProblem } from './json-safety';
+import type { TokenView } from './views';
 import { ValidationError, fromZod, parseId } from './validation';
 
-export interface TokenView {
-  id: string;
-  namespace: string;
-  role: TokenRole;
-  name: string | null;
-  createdAt: string;
-  expiresAt: string | null;
-  revokedAt: string | null;
-}
+export type { TokenView } from './views';
 
 export interface TokenCommands {
   /** The secret is in this answer and nowhere else. */
@@ -28,7 +22,7 @@ export interface TokenCommands {
 /** Longest lifetime `expiresInSeconds` may ask for: ten years. */
 const MAX_LIFETIME_SECONDS = 10 * 366 * 24 * 3600;
 
-const createTokenSchema = z.strictObject({
+export const createTokenSchema = z.strictObject({
   role: z.enum(TOKEN_ROLES as [TokenRole, ...TokenRole[]], { error: `role must be one of ${TOKEN_ROLES.join(', ')}` }),
   name: z.string({ error: 'name must be a string' }).max(200, 'name must be at most 200 characters').nullish(),
   expiresInSeconds: z
@@ -46,6 +40,9 @@ export function tokenCommands(store: Store): TokenCommands {
       if (typeof body !== 'object' || body === null || Array.isArray(body)) {
         throw new ValidationError('body', 'request body must be a JSON object');
       }
+      // NUL and lone surrogates first: PostgreSQL text cannot hold them (a 500 before this check).
+      const unsafe = findJsonProblem(body as Record<string, unknown>, 4);
+      if (unsafe) throw new ValidationError(unsafe.field, unsafe.message);
       const parsed = createTokenSchema.safeParse(body);
       if (!parsed.success) throw fromZod(parsed.error, body);
       const input = parsed.data;

@@ -28,7 +28,11 @@ function refusedField(parse: () => unknown): string {
 describe('list parsers: one set of limits for every listing', () => {
   it('jobs: limit 1 to 1000 (default 100), state in any case', () => {
     expect(parseListJobs({})).toEqual({ limit: 100 });
-    expect(parseListJobs({ limit: '1000', state: 'due', cursor: 'c' })).toEqual({ limit: 1000, state: 'DUE', cursor: 'c' });
+    const cursor = '0190A3C4-5E6F-7A8B-9C0D-1E2F3A4B5C6D';
+    expect(parseListJobs({ limit: '1000', state: 'due', cursor })).toEqual({ limit: 1000, state: 'DUE', cursor: cursor.toLowerCase() });
+    for (const bad of ['c', 'not-a-cursor', '']) expect(refusedField(() => parseListJobs({ cursor: bad }))).toBe('cursor');
+    for (const field of ['state', 'task', 'limit']) expect(refusedField(() => parseListJobs({ [field]: '' }))).toBe(field);
+    expect(refusedField(() => parseListJobs({ state: ['DUE', 'DEAD'] }))).toBe('state');
     for (const limit of ['0', '1001', '5000', 'ten', '1.5']) expect(refusedField(() => parseListJobs({ limit }))).toBe('limit');
     expect(refusedField(() => parseListJobs({ state: 'RUNNING' }))).toBe('state');
   });

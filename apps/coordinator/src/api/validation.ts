@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import {
+  MISFIRE_POLICIES,
   OVERLAP_POLICIES,
   parseCron,
   parseMisfirePolicy,
@@ -111,10 +112,30 @@ const catchupWindowField = z
 
 const TASK_RE = /^[A-Za-z0-9][A-Za-z0-9_.:-]*$/;
 
-const createJobSchema = z.strictObject({
-  runAt: z.unknown().optional(),
-  schedule: z.unknown().optional(),
-  timezone: z.unknown().optional(),
+// Fields checked by @kairos/schedule (its messages name them) are `unknown` to zod; their
+// `meta` is what the OpenAPI document (openapi.ts) says about them.
+// null is the same as leaving a field out.
+const runAtField = z.unknown().meta({
+  type: ['string', 'null'],
+  format: 'date-time',
+  description: 'One-off job: when it is due, RFC 3339 with an offset. Give runAt or schedule, not both.',
+});
+const scheduleFieldSchema = z.unknown().meta({
+  type: ['string', 'null'],
+  description: 'Recurring job: a cron expression (5 fields, or 6 with seconds first). Give runAt or schedule, not both.',
+  examples: ['*/5 * * * *'],
+});
+const timezoneField = z.unknown().meta({ type: ['string', 'null'], description: 'IANA zone the schedule is read in; default UTC', examples: ['Europe/Berlin'] });
+const misfirePolicyField = z.unknown().meta({
+  type: ['string', 'null'],
+  enum: [...MISFIRE_POLICIES, null],
+  description: 'What happens to occurrences missed while nothing could run them; default fire-once',
+});
+
+export const createJobSchema = z.strictObject({
+  runAt: runAtField.optional(),
+  schedule: scheduleFieldSchema.optional(),
+  timezone: timezoneField.optional(),
   task: z
     .string({ error: 'task must be a string' })
     .min(1, 'task must not be empty')
@@ -138,7 +159,7 @@ const createJobSchema = z.strictObject({
     .positive('timeoutSeconds must be positive')
     .max(LIMITS.timeoutSeconds, `timeoutSeconds must be at most ${LIMITS.timeoutSeconds}`)
     .nullish(),
-  misfirePolicy: z.unknown().optional(),
+  misfirePolicy: misfirePolicyField.optional(),
   idempotencyKey: z
     .string({ error: 'idempotencyKey must be a string' })
     .min(1, 'idempotencyKey must not be empty')
@@ -196,7 +217,7 @@ export function parseCreateJob(body: unknown): CreateJobInput {
       }
       runAt = parseRunAt(req.runAt);
     }
-    if (hasSchedule && req.timezone !== undefined) validateTimezone(req.timezone);
+    if (hasSchedule && req.timezone !== undefined && req.timezone !== null) validateTimezone(req.timezone);
   } catch (error: unknown) {
     if (error instanceof ScheduleValidationError) throw new ValidationError(error.field, error.message);
     throw error;
@@ -264,11 +285,11 @@ function scheduleField<T>(parse: () => T): T {
   }
 }
 
-const previewSchema = z.strictObject({
-  schedule: z.unknown(),
-  timezone: z.unknown().optional(),
-  count: z.unknown().optional(),
-  from: z.unknown().optional(),
+export const previewSchema = z.strictObject({
+  schedule: z.unknown().meta({ type: 'string', description: 'A cron expression (5 fields, or 6 with seconds first)', examples: ['0 9 * * 1-5'] }),
+  timezone: timezoneField.optional(),
+  count: z.unknown().optional().meta({ type: ['integer', 'null'], minimum: 1, maximum: LIMITS.previewCount, description: 'How many occurrences; default 10' }),
+  from: z.unknown().optional().meta({ type: ['string', 'null'], format: 'date-time', description: 'List occurrences after this instant; default now' }),
 });
 
 export interface PreviewInput {
@@ -290,13 +311,13 @@ export function parsePreview(body: unknown): PreviewInput {
   return {
     cron: scheduleField(() => parseCron(req.schedule, req.timezone ?? undefined)),
     count: parseCount(req.count, 'body'),
-    from: emptyToUndefined(req.from) === undefined ? null : scheduleField(() => parseRunAt(req.from, 'from')),
+    from: req.from === undefined || req.from === null ? null : scheduleField(() => parseRunAt(req.from, 'from')),
   };
 }
 
 /** How many occurrences to list: an integer from 1 to LIMITS.previewCount (in a query string: its digits). */
 export function parseCount(value: unknown, from: 'query' | 'body' = 'query'): number {
-  if (emptyToUndefined(value) === undefined) return LIMITS.defaultPreviewCount;
+  if (value === undefined || value === null) return LIMITS.defaultPreviewCount;
   const n = from === 'query' && typeof value === 'string' && /^\d{1,7}$/.test(value) ? Number(value) : value;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > LIMITS.previewCount) {
     throw new ValidationError('count', `count must be an integer from 1 to ${LIMITS.previewCount}`);
@@ -304,7 +325,7 @@ export function parseCount(value: unknown, from: 'query' | 'body' = 'query'): nu
   return n;
 }
 
-const editJobSchema = createJobSchema.omit({ task: true, idempotencyKey: true });
+export const editJobSchema = createJobSchema.omit({ task: true, idempotencyKey: true });
 
 /** A validated edit: the fields to change (absent: unchanged). */
 export type EditJobInput = JobEdit;
@@ -375,7 +396,10 @@ export function parseExpectedVersion(value: unknown): number | undefined {
   return Number(match[1]);
 }
 
-const backfillSchema = z.strictObject({ from: z.unknown(), to: z.unknown() });
+export const backfillSchema = z.strictObject({
+  from: z.unknown().meta({ type: 'string', format: 'date-time', description: 'First instant of the range (included)' }),
+  to: z.unknown().meta({ type: 'string', format: 'date-time', description: 'End of the range (excluded)' }),
+});
 
 /** POST /jobs/{id}/backfill: {from, to}, RFC 3339, from before to. */
 export function parseBackfill(body: unknown): { from: Date; to: Date } {
@@ -392,6 +416,30 @@ export function parseBackfill(body: unknown): { from: Date; to: Date } {
   return { from, to };
 }
 
+/** A query parameter: one value, not empty (leave it out for its default); anything else is refused, naming it. */
+export function queryValue(query: Record<string, unknown>, field: string): unknown {
+  const value = query[field];
+  if (Array.isArray(value)) throw new ValidationError(field, `${field} must be given once`);
+  if (value === '') throw new ValidationError(field, `${field} must not be empty; leave it out for the default`);
+  return value;
+}
+
+const limitParam = (fallback: number) =>
+  z.unknown().meta({ type: 'integer', minimum: 1, maximum: LIMITS.listPage, default: fallback, description: 'Page size' });
+const cursorParam = (shape: Record<string, unknown>) =>
+  z.unknown().meta({ type: 'string', ...shape, description: 'The nextCursor of the previous page, as given; a cursor not from this listing is a 400' });
+
+/** GET /jobs query parameters (the OpenAPI document's, openapi.ts). */
+export const listJobsQuerySchema = z.object({
+  state: z.unknown().meta({ type: 'string', enum: [...JOB_STATES], description: 'Only jobs in this state (any case)' }),
+  task: z.unknown().meta({ type: 'string', description: 'Only jobs of this task' }),
+  limit: limitParam(LIMITS.defaultListPage),
+  cursor: cursorParam({ format: 'uuid' }),
+});
+
+/** GET /jobs/{id}/runs query parameters. */
+export const listRunsQuerySchema = z.object({ limit: limitParam(LIMITS.defaultRunsPage), cursor: cursorParam({ pattern: '^[0-9]{1,15}$' }) });
+
 export interface ListJobsInput {
   state?: JobState;
   task?: string;
@@ -401,7 +449,7 @@ export interface ListJobsInput {
 
 export function parseListJobs(query: Record<string, unknown>): ListJobsInput {
   const out: ListJobsInput = { limit: LIMITS.defaultListPage };
-  const state = emptyToUndefined(query.state);
+  const state = emptyToUndefined(queryValue(query, 'state'));
   if (state !== undefined) {
     const upper = String(state).toUpperCase();
     if (!JOB_STATES.includes(upper as JobState)) {
@@ -409,11 +457,15 @@ export function parseListJobs(query: Record<string, unknown>): ListJobsInput {
     }
     out.state = upper as JobState;
   }
-  const task = emptyToUndefined(query.task);
+  const task = emptyToUndefined(queryValue(query, 'task'));
   if (task !== undefined) out.task = String(task);
-  out.limit = parseLimit(query.limit, LIMITS.defaultListPage);
-  const cursor = emptyToUndefined(query.cursor);
-  if (cursor !== undefined) out.cursor = String(cursor);
+  out.limit = parseLimit(queryValue(query, 'limit'), LIMITS.defaultListPage);
+  const cursor = emptyToUndefined(queryValue(query, 'cursor'));
+  if (cursor !== undefined) {
+    // Today's cursors are job ids; a cursor that is not one was never handed out.
+    if (!isJobId(String(cursor))) throw new ValidationError('cursor', 'cursor is not valid: pass back a nextCursor');
+    out.cursor = String(cursor).toLowerCase();
+  }
   return out;
 }
 
@@ -430,10 +482,10 @@ function parseLimit(value: unknown, fallback: number): number {
 
 /** GET /jobs/{id}/runs and ListRuns: `limit` (1 to 1000, default 1000) and `cursor` (from a previous page). */
 export function parseListRuns(query: Record<string, unknown>): { limit: number; afterRunId: number } {
-  const cursor = emptyToUndefined(query.cursor);
+  const cursor = emptyToUndefined(queryValue(query, 'cursor'));
   const afterRunId = cursor === undefined ? 0 : Number(cursor);
   if (!Number.isSafeInteger(afterRunId) || afterRunId < 0) throw new ValidationError('cursor', 'cursor is not valid: pass back a nextCursor');
-  return { limit: parseLimit(query.limit, LIMITS.defaultRunsPage), afterRunId };
+  return { limit: parseLimit(queryValue(query, 'limit'), LIMITS.defaultRunsPage), afterRunId };
 }
 
 function emptyToUndefined(value: unknown): unknown {

@@ -47,27 +47,14 @@ import type {
 } from '@kairos/store';
 import { toAssignment, toWireLease, type CompletionWithoutHolder } from '../api/agent-wire';
 import type { CoordinatorOptions } from '../config';
+import type { AgentView } from '../api/views';
 import type { Metrics } from '../metrics';
 import { agentOf, freeSlots, leaseKey, type AgentInfo, type AgentSession } from './agent-session';
 import { createAgentStandings } from './agent-standing';
 import { groupCommit } from './group-commit';
 
-export interface AgentView {
-  agentId: string;
-  namespace: string;
-  /** Until when the agent gets no work (it took leases and never renewed them); null when it does. */
-  quarantinedUntil: string | null;
-  /** Out of quarantine but limited to one lease until it reports an outcome. */
-  probation: boolean;
-  tasks: string[];
-  capacity: number;
-  inFlight: number;
-  draining: boolean;
-  version: string;
-  connectedAt: string;
-  lastHeartbeatAt: string | null;
-  coordinatorId: string;
-}
+/** An agent as GET /agents shows it (api/views.ts holds the schema). */
+export type { AgentView } from '../api/views';
 
 export interface Dispatcher {
   addSession(session: AgentSession): void;
