@@ -109,9 +109,13 @@ type Job struct {
 	IdempotencyKey string
 	// LeaseGeneration is the fencing token of the latest claim.
 	LeaseGeneration uint64
-	Version         uint32
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// LeaseOwner is the agent holding the lease (CLAIMED); "" otherwise.
+	LeaseOwner string
+	// OccurrenceAt is the schedule occurrence the pending or running attempt serves.
+	OccurrenceAt *time.Time
+	Version      uint32
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 // Run is one attempt of a job, or one skipped occurrence.
@@ -165,6 +169,8 @@ func jobFrom(j *kairosv1.Job) Job {
 		OverlapPolicy:   enumText(j.GetOverlapPolicy().String(), "OVERLAP_POLICY_", true),
 		IdempotencyKey:  j.GetIdempotencyKey(),
 		LeaseGeneration: j.GetLeaseGeneration(),
+		LeaseOwner:      j.GetLeaseOwner(),
+		OccurrenceAt:    instant(j.GetOccurrenceAt()),
 		Version:         j.GetVersion(),
 		CreatedAt:       j.GetCreatedAt().AsTime(),
 		UpdatedAt:       j.GetUpdatedAt().AsTime(),

@@ -142,7 +142,7 @@ func TestCancelOfARunningJobNamesWhoHoldsIt(t *testing.T) {
 	if kerr.Reason != kairos.ReasonJobClaimed || kerr.Claim == nil {
 		t.Fatalf("want JOB_CLAIMED with a claim, got %v", kerr)
 	}
-	if kerr.Claim.LeaseGeneration != claimed.LeaseGeneration || kerr.Claim.AgentID == "" || kerr.Claim.RunID == "" {
+	if kerr.Claim.LeaseGeneration != claimed.LeaseGeneration || kerr.Claim.AgentID != claimed.LeaseOwner || kerr.Claim.RunID == "" {
 		t.Fatalf("claim %+v does not match the job %+v", kerr.Claim, claimed)
 	}
 	aborted := must(c.AbortRun(ctx, job.JobID, false))(t)

@@ -4,7 +4,7 @@
 //   .tmp/python  a virtualenv with clients/python/requirements-dev.txt and
 //                clients/python itself (editable), so pytest, grpc_tools and
 //                schemathesis run from it;
-//   .tmp/go-bin  protoc-gen-go and protoc-gen-go-grpc at the versions below.
+//   .tmp/go-bin  protoc-gen-go, protoc-gen-go-grpc and grpcurl at the versions below.
 // Prints {"python", "bin", "goBin"} as JSON on stdout (progress goes to stderr).
 // Concurrent runs (two jest workers) wait for each other through a lock folder.
 import { spawnSync } from 'node:child_process';
@@ -18,7 +18,12 @@ const tmp = path.join(root, '.tmp');
 const venv = path.join(tmp, 'python');
 const goBin = path.join(tmp, 'go-bin');
 const requirements = path.join(root, 'clients/python/requirements-dev.txt');
-const GO_PLUGINS = ['google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12', 'google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2'];
+// The two protoc plugins generate clients/go/gen; grpcurl runs docs/clients.md's gRPC example.
+const GO_PLUGINS = [
+  'google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12',
+  'google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2',
+  'github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3',
+];
 
 function run(command, args, options = {}) {
   const result = spawnSync(command, args, { stdio: ['ignore', 2, 2], ...options });
@@ -69,7 +74,7 @@ withLock(() => {
     run(pip, ['install', '--quiet', '--disable-pip-version-check', '--no-deps', '-e', path.join(root, 'clients/python')]);
   });
   ensure(goBin, stamp(...GO_PLUGINS), () => {
-    console.error('client-env: installing the Go protoc plugins into .tmp/go-bin (Go module proxy)');
+    console.error('client-env: installing the Go protoc plugins and grpcurl into .tmp/go-bin (Go module proxy)');
     for (const plugin of GO_PLUGINS) run('go', ['install', plugin], { env: { ...process.env, GOBIN: goBin } });
   });
 });

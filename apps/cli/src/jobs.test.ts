@@ -105,7 +105,8 @@ describe('kairos jobs / runs / agents against a JobService on loopback', () => {
       const { server, kairos } = await setup();
       server.handle({ createJob: () => ({ jobId: 'first', created: false }) });
       const json = await kairos(['--json', 'jobs', 'create', '--task', 'sleep', '--run-at', '2030-01-01T09:00:00Z']);
-      expect(JSON.parse(json.stdout)).toEqual({ jobId: 'first', created: false });
+      // The shape POST /jobs answers: the job itself in the REST JSON shape.
+      expect(JSON.parse(json.stdout)).toMatchObject({ jobId: 'first', created: false, job: { jobId: 'first', state: 'DUE', timeoutSeconds: 60 } });
       const human = await kairos(['jobs', 'create', '--task', 'sleep', '--run-at', '2030-01-01T09:00:00Z']);
       expect(human.stdout).toBe('job first already exists (same idempotency key and request)\n');
     });
@@ -223,7 +224,7 @@ describe('kairos jobs / runs / agents against a JobService on loopback', () => {
 
     const json = await kairos(['jobs', 'get', 'job-7', '--json']);
     expect(JSON.parse(json.stdout)).toMatchObject({
-      id: 'job-7',
+      jobId: 'job-7',
       state: 'DUE',
       nextRunAt: '2030-01-02T02:00:00.000Z',
       runAt: null,
@@ -245,7 +246,7 @@ describe('kairos jobs / runs / agents against a JobService on loopback', () => {
       ].join('\n'),
     );
     const json = await kairos(['jobs', 'list', '--json']);
-    expect(JSON.parse(json.stdout)).toMatchObject({ nextCursor: 'c2', jobs: [{ id: 'job-1' }] });
+    expect(JSON.parse(json.stdout)).toMatchObject({ nextCursor: 'c2', jobs: [{ jobId: 'job-1' }] });
   });
 
   it('jobs list rejects an unknown state before any call', async () => {
@@ -267,7 +268,7 @@ describe('kairos jobs / runs / agents against a JobService on loopback', () => {
     expect((await kairos(['jobs', 'trigger', 'd'])).stdout).toMatch(/^triggered job d: DUE/);
     expect(server.lastRequest('triggerJob').jobId).toBe('d');
     expect(JSON.parse((await kairos(['jobs', 'cancel', 'e', '--json'])).stdout)).toEqual({ jobId: 'e', state: 'CANCELLED' });
-    expect(JSON.parse((await kairos(['jobs', 'pause', 'f', '--json'])).stdout)).toMatchObject({ id: 'f', state: 'PAUSED' });
+    expect(JSON.parse((await kairos(['jobs', 'pause', 'f', '--json'])).stdout)).toMatchObject({ jobId: 'f', state: 'PAUSED' });
   });
 
   it('jobs edit sends only the flags given, with --if-version, and says when the change applies', async () => {

@@ -35,7 +35,8 @@ describe('kairos tokens', () => {
     expect((await restClient(coordinator.httpUrl, secret).call('GET', '/tokens')).status).toBe(200);
 
     const listed = await kairos(['tokens', 'list', '--namespace', 'ops', '--json'], env);
-    const tokens = JSON.parse(listed.stdout) as Array<{ id: string; name: string; role: string; expiresAt: string | null }>;
+    // The shape GET /tokens answers.
+    const { tokens } = JSON.parse(listed.stdout) as { tokens: Array<{ id: string; name: string; role: string; expiresAt: string | null }> };
     expect(tokens).toEqual([expect.objectContaining({ name: 'first', role: 'admin', expiresAt: expect.any(String) })]);
     expect(listed.stdout).not.toContain(secret);
 
@@ -62,11 +63,12 @@ describe('kairos tokens', () => {
     const viaApi = { KAIROS_COORDINATOR: coordinator.grpcAddress, KAIROS_TOKEN: admin };
     const made = await kairos(['tokens', 'create', '--role', 'writer', '--name', 'ci', '--json'], viaApi);
     expect(made.code).toBe(0);
-    const body = JSON.parse(made.stdout) as { id: string; namespace: string; secret: string };
-    expect(body.namespace).toBe('team');
+    // The shape POST /tokens answers.
+    const body = JSON.parse(made.stdout) as { id: string; secret: string; token: { id: string; namespace: string } };
+    expect([body.token.namespace, body.token.id]).toEqual(['team', body.id]);
     expect((await restClient(coordinator.httpUrl, body.secret).listJobs()).status).toBe(200);
-    const listed = JSON.parse((await kairos(['tokens', 'list', '--json'], viaApi)).stdout) as Array<{ namespace: string }>;
-    expect(new Set(listed.map((t) => t.namespace))).toEqual(new Set(['team']));
+    const listed = JSON.parse((await kairos(['tokens', 'list', '--json'], viaApi)).stdout) as { tokens: Array<{ namespace: string }> };
+    expect(new Set(listed.tokens.map((t) => t.namespace))).toEqual(new Set(['team']));
     expect((await kairos(['tokens', 'create', '--role', 'reader', '--namespace', 'ops'], viaApi)).code).toBe(1); // permission denied
     expect((await kairos(['tokens', 'revoke', body.id], viaApi)).code).toBe(0);
     const reader = (await kairos(['tokens', 'create', '--namespace', 'team', '--role', 'reader'], { DATABASE_URL: db.url })).stdout.trim();

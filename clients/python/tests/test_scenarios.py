@@ -58,7 +58,7 @@ def test_cancel_of_a_running_job_names_who_holds_it(kairos):
     error = raised.value
     assert error.reason == "JOB_CLAIMED"
     assert error.claim.lease_generation == claimed.lease_generation > 0
-    assert error.claim.agent_id
+    assert error.claim.agent_id == claimed.lease_owner
     assert error.claim.run_id
     aborted = kairos.abort_run(job.job_id)
     assert aborted.run_id == error.claim.run_id

@@ -85,6 +85,8 @@ describe('createKairosClient against a JobService on loopback', () => {
       misfirePolicy: 'skip',
       idempotencyKey: 'report-1',
       leaseGeneration: 7,
+      leaseOwner: null,
+      occurrenceAt: null,
       abort: null,
       retry: { initialIntervalMs: 500, maxIntervalMs: 60_000, multiplier: 3, jitter: 0.25 },
       jitterMs: 1500,

@@ -36,3 +36,4 @@ export type { ListRunsOptions, Run, RunOutcome, RunPage } from './runs';
 export type { DstMark, Occurrence, PreviewScheduleInput, SchedulePreview } from './schedules';
 export type { Agent } from './agents';
 export { TOKEN_ROLES, type Token, type TokenRole, type CreateTokenInput, type CreatedToken } from './tokens';
+export { agentJson, jobJson, runJson, tokenJson, type AgentJson, type JobJson, type RunJson, type TokenJson } from './json';

@@ -148,6 +148,10 @@ export interface Job {
   idempotencyKey: string | null;
   /** Fencing token of the most recent lease; 0 if never claimed. */
   leaseGeneration: number;
+  /** The agent holding the lease (CLAIMED); null otherwise. */
+  leaseOwner: string | null;
+  /** The schedule occurrence the pending or running attempt serves; null when the job will not run again. */
+  occurrenceAt: Date | null;
   /** An abort of the running run in progress (abortRun), until the run has ended; null otherwise. */
   abort: { requestedAt: Date | null; requestedBy: string | null; stopSchedule: boolean } | null;
   /** The retry policy in force. */
@@ -392,6 +396,8 @@ export function jobFromWire(job: WireJob): Job {
     backfill: job.backfill === undefined ? null : { through: dateOrNull(job.backfill.through), resumeAt: dateOrNull(job.backfill.resumeAt) },
     idempotencyKey: textOrNull(job.idempotencyKey),
     leaseGeneration: counter(job.leaseGeneration),
+    leaseOwner: textOrNull(job.leaseOwner),
+    occurrenceAt: dateOrNull(job.occurrenceAt),
     retry: {
       initialIntervalMs: job.retry?.initialIntervalMs ?? 0,
       maxIntervalMs: job.retry?.maxIntervalMs ?? 0,

@@ -1,5 +1,5 @@
 /** `kairos agents`: the agents connected to the coordinators. */
-import type { Agent } from '@kairos/client';
+import { agentJson, type Agent } from '@kairos/client';
 import type { Command } from 'commander';
 import { globalOptions, withClient } from '../context';
 import type { CliIo } from '../io';
@@ -12,7 +12,7 @@ export function registerAgentsCommand(program: Command, io: CliIo): void {
     .action(async (_flags: unknown, command: Command) => {
       const globals = globalOptions(command, io);
       const agents = await withClient(globals, (client) => client.listAgents());
-      if (globals.json) writeJson(io.stdout, agents);
+      if (globals.json) writeJson(io.stdout, agents.map(agentJson));
       else io.stdout.write(agents.length === 0 ? 'no agents connected\n' : formatTable(AGENT_COLUMNS, agents.map(agentRow)));
     });
 }

@@ -3,6 +3,7 @@
  * through @kairos/client, printed as tables or (--json) as one JSON document.
  */
 import {
+  jobJson,
   MISFIRE_POLICIES,
   OVERLAP_POLICIES,
   type CreateJobInput,
@@ -88,8 +89,12 @@ export function registerJobCommands(program: Command, io: CliIo): Command {
     .action(async (flags: CreateFlags, command: Command) => {
       const input = createInput(flags);
       const globals = globalOptions(command, io);
-      const result = await withClient(globals, (client) => client.createJob(input));
-      if (globals.json) writeJson(io.stdout, result);
+      const result = await withClient(globals, async (client) => {
+        const created = await client.createJob(input);
+        // --json prints what POST /jobs answers: the job too.
+        return { ...created, job: globals.json ? await client.getJob(created.jobId) : undefined };
+      });
+      if (globals.json) writeJson(io.stdout, { jobId: result.jobId, created: result.created, job: result.job && jobJson(result.job) });
       else if (result.created) io.stdout.write(`created job ${result.jobId}\n`);
       else io.stdout.write(`job ${result.jobId} already exists (same idempotency key and request)\n`);
     });
@@ -101,7 +106,7 @@ export function registerJobCommands(program: Command, io: CliIo): Command {
     .action(async (id: string, _flags: unknown, command: Command) => {
       const globals = globalOptions(command, io);
       const job = await withClient(globals, (client) => client.getJob(id));
-      if (globals.json) writeJson(io.stdout, job);
+      if (globals.json) writeJson(io.stdout, jobJson(job));
       else io.stdout.write(formatFields(jobFields(job)));
     });
 
@@ -116,7 +121,7 @@ export function registerJobCommands(program: Command, io: CliIo): Command {
       const globals = globalOptions(command, io);
       const page = await withClient(globals, (client) => client.listJobs(flags));
       if (globals.json) {
-        writeJson(io.stdout, page);
+        writeJson(io.stdout, { jobs: page.jobs.map(jobJson), nextCursor: page.nextCursor });
         return;
       }
       io.stdout.write(page.jobs.length === 0 ? 'no jobs\n' : formatTable(JOB_COLUMNS, page.jobs.map(jobRow)));
@@ -162,7 +167,7 @@ export function registerJobCommands(program: Command, io: CliIo): Command {
       const result = await withClient(globals, (client) =>
         client.updateJob(id, changes, flags.ifVersion === undefined ? {} : { expectedVersion: flags.ifVersion }),
       );
-      if (globals.json) writeJson(io.stdout, result);
+      if (globals.json) writeJson(io.stdout, { job: jobJson(result.job), appliesFrom: result.appliesFrom });
       else {
         const when = result.appliesFrom === 'now' ? '' : ' (the job is running: the change applies from its next claim)';
         io.stdout.write(`updated job ${result.job.id} to version ${result.job.version}${when}: ${result.job.state}, next run ${formatTime(result.job.nextRunAt)}\n`);
@@ -236,7 +241,7 @@ export function registerJobCommands(program: Command, io: CliIo): Command {
               return client.triggerJob(id);
           }
         });
-        if (globals.json) writeJson(io.stdout, job);
+        if (globals.json) writeJson(io.stdout, jobJson(job));
         else io.stdout.write(`${done} job ${job.id}: ${job.state}, next run ${formatTime(job.nextRunAt)}\n`);
       });
   }

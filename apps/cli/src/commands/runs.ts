@@ -1,5 +1,5 @@
 /** `kairos runs <jobId>`: a job's executions (and skipped occurrences), oldest first. */
-import type { Run } from '@kairos/client';
+import { runJson, type Run } from '@kairos/client';
 import type { Command } from 'commander';
 import { globalOptions, withClient } from '../context';
 import { wholeNumber } from '../flags';
@@ -17,7 +17,7 @@ export function registerRunsCommand(program: Command, io: CliIo): void {
       const globals = globalOptions(command, io);
       const page = await withClient(globals, (client) => client.listRuns(jobId, flags));
       if (globals.json) {
-        writeJson(io.stdout, page);
+        writeJson(io.stdout, { runs: page.runs.map(runJson), nextCursor: page.nextCursor });
         return;
       }
       io.stdout.write(page.runs.length === 0 ? 'no runs\n' : formatTable(RUN_COLUMNS, page.runs.map(runRow)));

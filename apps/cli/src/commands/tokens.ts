@@ -10,7 +10,7 @@
  * `create` prints the secret as its only stdout line: it is shown once and
  * stored only as a hash.
  */
-import { KairosError, KairosErrorCode, type KairosClient } from '@kairos/client';
+import { KairosError, KairosErrorCode, tokenJson, type KairosClient } from '@kairos/client';
 import { InvalidArgumentError, type Command } from 'commander';
 import { globalOptions, withClient } from '../context';
 import { UsageError } from '../errors';
@@ -54,7 +54,7 @@ export function registerTokenCommands(program: Command, io: CliIo, modules: Proc
           }),
         );
       }
-      if (json(command)) writeJson(io.stdout, { ...created.token, secret: created.secret });
+      if (json(command)) writeJson(io.stdout, { id: created.token.id, secret: created.secret, token: tokenJson(created.token) });
       else io.stdout.write(`${created.secret}\n`);
     });
 
@@ -68,7 +68,7 @@ export function registerTokenCommands(program: Command, io: CliIo, modules: Proc
           : (await viaCoordinator(command, io, (client) => client.listTokens())).filter(
               (token) => flags.namespace === undefined || token.namespace === flags.namespace,
             );
-      if (json(command)) return writeJson(io.stdout, list);
+      if (json(command)) return writeJson(io.stdout, { tokens: list.map(tokenJson) });
       io.stdout.write(
         list.length === 0
           ? 'no tokens\n'

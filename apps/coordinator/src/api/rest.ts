@@ -109,7 +109,7 @@ export function createRestServer(deps: {
 
   app.post('/jobs', async (request, reply) => {
     const result = await commands.create(namespaceFor(request, 'write'), request.body);
-    return reply.code(result.created ? 201 : 200).send({ jobId: result.job.jobId, job: result.job });
+    return reply.code(result.created ? 201 : 200).send({ jobId: result.job.jobId, created: result.created, job: result.job });
   });
   app.get<{ Params: { id: string } }>('/jobs/:id', async (request, reply) => {
     const job = await commands.get(namespaceFor(request, 'read'), request.params.id);

@@ -155,7 +155,8 @@ export const createJobSchema = z.strictObject({
     .max(LIMITS.maxAttempts, `maxAttempts must be at most ${LIMITS.maxAttempts}`)
     .optional(),
   timeoutSeconds: z
-    .number({ error: 'timeoutSeconds must be a number' })
+    .number({ error: 'timeoutSeconds must be a whole number of seconds' })
+    .int('timeoutSeconds must be a whole number of seconds')
     .positive('timeoutSeconds must be positive')
     .max(LIMITS.timeoutSeconds, `timeoutSeconds must be at most ${LIMITS.timeoutSeconds}`)
     .nullish(),

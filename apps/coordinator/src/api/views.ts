@@ -141,7 +141,11 @@ export const RESPONSE_SCHEMAS = {
   Run: RunViewSchema,
   JobPage: z.object({ jobs: z.array(JobViewSchema), nextCursor: cursor }),
   RunPage: z.object({ runs: z.array(RunViewSchema), nextCursor: cursor }),
-  JobCreated: z.object({ jobId: z.string().meta({ format: 'uuid' }), job: JobViewSchema }),
+  JobCreated: z.object({
+    jobId: z.string().meta({ format: 'uuid' }),
+    created: z.boolean().meta({ description: 'false: the idempotency key was used before with the same request, and this is that job' }),
+    job: JobViewSchema,
+  }),
   JobUpdated: z.object({ job: JobViewSchema, appliesFrom: z.enum(['now', 'next-claim']) }),
   Abort: AbortViewSchema,
   Preview: PreviewViewSchema,

@@ -77,6 +77,10 @@ class Job:
     idempotency_key: Optional[str]
     #: The fencing token of the latest claim.
     lease_generation: int
+    #: The agent holding the lease (CLAIMED); None otherwise.
+    lease_owner: Optional[str]
+    #: The schedule occurrence the pending or running attempt serves.
+    occurrence_at: Optional[datetime]
     version: int
     created_at: datetime
     updated_at: datetime
@@ -102,6 +106,8 @@ class Job:
             overlap_policy=_enum_text(jobs_pb2.OverlapPolicy, job.overlap_policy, "OVERLAP_POLICY_", dashed=True),
             idempotency_key=_text(job.idempotency_key),
             lease_generation=job.lease_generation,
+            lease_owner=_text(job.lease_owner),
+            occurrence_at=_instant(job.occurrence_at, job.HasField("occurrence_at")),
             version=job.version,
             created_at=job.created_at.ToDatetime(tzinfo=_UTC),
             updated_at=job.updated_at.ToDatetime(tzinfo=_UTC),

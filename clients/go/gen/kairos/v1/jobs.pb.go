@@ -2,8 +2,19 @@
 //
 // This service is what clients (the CLI, libs/client, programs in any
 // language) talk to. The JSON REST API of the coordinator offers the same
-// calls; field names there are the lowerCamelCase JSON names of the fields
-// below.
+// calls (docs/openapi.json). Its JSON is NOT the proto3 JSON mapping of these
+// messages (what grpcurl or protojson print); it is one shape per resource,
+// shared by REST, the CLI's --json and the docs, and differs from the
+// mapping in these ways only:
+// - a job's id is `jobId` (here `id`);
+// - enum values are short: "DUE", "SUCCEEDED", "fire-once", "buffer-one"
+//   (here JOB_STATE_DUE, RUN_OUTCOME_SUCCEEDED, MISFIRE_POLICY_FIRE_ONCE...);
+// - 64-bit integers are JSON numbers (the mapping makes them strings);
+// - a field without a value is present as null (the mapping omits it), and
+//   "no value" is null where proto3 has a zero: timeoutSeconds, name,
+//   idempotencyKey, leaseOwner, catchupWindowMs, a run's error...;
+// - instants are RFC 3339 in UTC with milliseconds, as in the mapping.
+// Other field names are the lowerCamelCase JSON names of the fields below.
 //
 // Delivery guarantee: execution is AT-LEAST-ONCE. A job may run more than
 // once for one occurrence, for example when an agent dies after its handler
@@ -517,7 +528,12 @@ type Job struct {
 	// milliseconds are skipped; 0: no bound.
 	CatchupWindowMs uint64 `protobuf:"varint,26,opt,name=catchup_window_ms,json=catchupWindowMs,proto3" json:"catchup_window_ms,omitempty"`
 	// Set while a backfill runs (StartBackfill).
-	Backfill      *BackfillInProgress `protobuf:"bytes,27,opt,name=backfill,proto3" json:"backfill,omitempty"`
+	Backfill *BackfillInProgress `protobuf:"bytes,27,opt,name=backfill,proto3" json:"backfill,omitempty"`
+	// The agent holding the job's lease (CLAIMED); empty otherwise.
+	LeaseOwner string `protobuf:"bytes,28,opt,name=lease_owner,json=leaseOwner,proto3" json:"lease_owner,omitempty"`
+	// The schedule occurrence the pending or running attempt serves; unset
+	// when the job will not run again.
+	OccurrenceAt  *timestamppb.Timestamp `protobuf:"bytes,29,opt,name=occurrence_at,json=occurrenceAt,proto3" json:"occurrence_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -748,6 +764,20 @@ func (x *Job) GetCatchupWindowMs() uint64 {
 func (x *Job) GetBackfill() *BackfillInProgress {
 	if x != nil {
 		return x.Backfill
+	}
+	return nil
+}
+
+func (x *Job) GetLeaseOwner() string {
+	if x != nil {
+		return x.LeaseOwner
+	}
+	return ""
+}
+
+func (x *Job) GetOccurrenceAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OccurrenceAt
 	}
 	return nil
 }
@@ -3251,7 +3281,7 @@ var File_kairos_v1_jobs_proto protoreflect.FileDescriptor
 
 const file_kairos_v1_jobs_proto_rawDesc = "" +
 	"\n" +
-	"\x14kairos/v1/jobs.proto\x12\tkairos.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xeb\b\n" +
+	"\x14kairos/v1/jobs.proto\x12\tkairos.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcd\t\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
@@ -3282,7 +3312,10 @@ const file_kairos_v1_jobs_proto_rawDesc = "" +
 	"\aversion\x18\x18 \x01(\rR\aversion\x12?\n" +
 	"\x0eoverlap_policy\x18\x19 \x01(\x0e2\x18.kairos.v1.OverlapPolicyR\roverlapPolicy\x12*\n" +
 	"\x11catchup_window_ms\x18\x1a \x01(\x04R\x0fcatchupWindowMs\x129\n" +
-	"\bbackfill\x18\x1b \x01(\v2\x1d.kairos.v1.BackfillInProgressR\bbackfillB\x06\n" +
+	"\bbackfill\x18\x1b \x01(\v2\x1d.kairos.v1.BackfillInProgressR\bbackfill\x12\x1f\n" +
+	"\vlease_owner\x18\x1c \x01(\tR\n" +
+	"leaseOwner\x12?\n" +
+	"\roccurrence_at\x18\x1d \x01(\v2\x1a.google.protobuf.TimestampR\foccurrenceAtB\x06\n" +
 	"\x04when\"\x83\x01\n" +
 	"\x12BackfillInProgress\x124\n" +
 	"\athrough\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\athrough\x127\n" +
@@ -3601,81 +3634,82 @@ var file_kairos_v1_jobs_proto_depIdxs = []int32{
 	8,  // 8: kairos.v1.Job.retry:type_name -> kairos.v1.RetryPolicy
 	2,  // 9: kairos.v1.Job.overlap_policy:type_name -> kairos.v1.OverlapPolicy
 	7,  // 10: kairos.v1.Job.backfill:type_name -> kairos.v1.BackfillInProgress
-	43, // 11: kairos.v1.BackfillInProgress.through:type_name -> google.protobuf.Timestamp
-	43, // 12: kairos.v1.BackfillInProgress.resume_at:type_name -> google.protobuf.Timestamp
-	43, // 13: kairos.v1.AbortInProgress.requested_at:type_name -> google.protobuf.Timestamp
-	43, // 14: kairos.v1.Run.scheduled_for:type_name -> google.protobuf.Timestamp
-	43, // 15: kairos.v1.Run.started_at:type_name -> google.protobuf.Timestamp
-	43, // 16: kairos.v1.Run.finished_at:type_name -> google.protobuf.Timestamp
-	3,  // 17: kairos.v1.Run.outcome:type_name -> kairos.v1.RunOutcome
-	43, // 18: kairos.v1.Agent.connected_at:type_name -> google.protobuf.Timestamp
-	43, // 19: kairos.v1.Agent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
-	43, // 20: kairos.v1.Agent.quarantined_until:type_name -> google.protobuf.Timestamp
-	43, // 21: kairos.v1.CreateJobRequest.run_at:type_name -> google.protobuf.Timestamp
-	44, // 22: kairos.v1.CreateJobRequest.payload:type_name -> google.protobuf.Struct
-	1,  // 23: kairos.v1.CreateJobRequest.misfire_policy:type_name -> kairos.v1.MisfirePolicy
-	8,  // 24: kairos.v1.CreateJobRequest.retry:type_name -> kairos.v1.RetryPolicy
-	2,  // 25: kairos.v1.CreateJobRequest.overlap_policy:type_name -> kairos.v1.OverlapPolicy
-	6,  // 26: kairos.v1.GetJobResponse.job:type_name -> kairos.v1.Job
-	0,  // 27: kairos.v1.ListJobsRequest.state:type_name -> kairos.v1.JobState
-	6,  // 28: kairos.v1.ListJobsResponse.jobs:type_name -> kairos.v1.Job
-	43, // 29: kairos.v1.UpdateJobRequest.run_at:type_name -> google.protobuf.Timestamp
-	44, // 30: kairos.v1.UpdateJobRequest.payload:type_name -> google.protobuf.Struct
-	1,  // 31: kairos.v1.UpdateJobRequest.misfire_policy:type_name -> kairos.v1.MisfirePolicy
-	8,  // 32: kairos.v1.UpdateJobRequest.retry:type_name -> kairos.v1.RetryPolicy
-	2,  // 33: kairos.v1.UpdateJobRequest.overlap_policy:type_name -> kairos.v1.OverlapPolicy
-	6,  // 34: kairos.v1.UpdateJobResponse.job:type_name -> kairos.v1.Job
-	4,  // 35: kairos.v1.UpdateJobResponse.applies:type_name -> kairos.v1.EditApplies
-	43, // 36: kairos.v1.StartBackfillRequest.from:type_name -> google.protobuf.Timestamp
-	43, // 37: kairos.v1.StartBackfillRequest.to:type_name -> google.protobuf.Timestamp
-	43, // 38: kairos.v1.StartBackfillResponse.first:type_name -> google.protobuf.Timestamp
-	43, // 39: kairos.v1.StartBackfillResponse.last:type_name -> google.protobuf.Timestamp
-	43, // 40: kairos.v1.StartBackfillResponse.resume_at:type_name -> google.protobuf.Timestamp
-	43, // 41: kairos.v1.PreviewScheduleRequest.from:type_name -> google.protobuf.Timestamp
-	32, // 42: kairos.v1.PreviewScheduleResponse.occurrences:type_name -> kairos.v1.Occurrence
-	32, // 43: kairos.v1.ListUpcomingResponse.occurrences:type_name -> kairos.v1.Occurrence
-	43, // 44: kairos.v1.Occurrence.at:type_name -> google.protobuf.Timestamp
-	5,  // 45: kairos.v1.Occurrence.dst:type_name -> kairos.v1.DstMark
-	6,  // 46: kairos.v1.PauseJobResponse.job:type_name -> kairos.v1.Job
-	6,  // 47: kairos.v1.ResumeJobResponse.job:type_name -> kairos.v1.Job
-	6,  // 48: kairos.v1.TriggerJobResponse.job:type_name -> kairos.v1.Job
-	10, // 49: kairos.v1.ListRunsResponse.runs:type_name -> kairos.v1.Run
-	11, // 50: kairos.v1.ListAgentsResponse.agents:type_name -> kairos.v1.Agent
-	12, // 51: kairos.v1.JobService.CreateJob:input_type -> kairos.v1.CreateJobRequest
-	14, // 52: kairos.v1.JobService.GetJob:input_type -> kairos.v1.GetJobRequest
-	16, // 53: kairos.v1.JobService.ListJobs:input_type -> kairos.v1.ListJobsRequest
-	18, // 54: kairos.v1.JobService.CancelJob:input_type -> kairos.v1.CancelJobRequest
-	26, // 55: kairos.v1.JobService.AbortRun:input_type -> kairos.v1.AbortRunRequest
-	33, // 56: kairos.v1.JobService.PauseJob:input_type -> kairos.v1.PauseJobRequest
-	35, // 57: kairos.v1.JobService.ResumeJob:input_type -> kairos.v1.ResumeJobRequest
-	37, // 58: kairos.v1.JobService.TriggerJob:input_type -> kairos.v1.TriggerJobRequest
-	39, // 59: kairos.v1.JobService.ListRuns:input_type -> kairos.v1.ListRunsRequest
-	41, // 60: kairos.v1.JobService.ListAgents:input_type -> kairos.v1.ListAgentsRequest
-	20, // 61: kairos.v1.JobService.UpdateJob:input_type -> kairos.v1.UpdateJobRequest
-	22, // 62: kairos.v1.JobService.StartBackfill:input_type -> kairos.v1.StartBackfillRequest
-	24, // 63: kairos.v1.JobService.CancelBackfill:input_type -> kairos.v1.CancelBackfillRequest
-	28, // 64: kairos.v1.JobService.PreviewSchedule:input_type -> kairos.v1.PreviewScheduleRequest
-	30, // 65: kairos.v1.JobService.ListUpcoming:input_type -> kairos.v1.ListUpcomingRequest
-	13, // 66: kairos.v1.JobService.CreateJob:output_type -> kairos.v1.CreateJobResponse
-	15, // 67: kairos.v1.JobService.GetJob:output_type -> kairos.v1.GetJobResponse
-	17, // 68: kairos.v1.JobService.ListJobs:output_type -> kairos.v1.ListJobsResponse
-	19, // 69: kairos.v1.JobService.CancelJob:output_type -> kairos.v1.CancelJobResponse
-	27, // 70: kairos.v1.JobService.AbortRun:output_type -> kairos.v1.AbortRunResponse
-	34, // 71: kairos.v1.JobService.PauseJob:output_type -> kairos.v1.PauseJobResponse
-	36, // 72: kairos.v1.JobService.ResumeJob:output_type -> kairos.v1.ResumeJobResponse
-	38, // 73: kairos.v1.JobService.TriggerJob:output_type -> kairos.v1.TriggerJobResponse
-	40, // 74: kairos.v1.JobService.ListRuns:output_type -> kairos.v1.ListRunsResponse
-	42, // 75: kairos.v1.JobService.ListAgents:output_type -> kairos.v1.ListAgentsResponse
-	21, // 76: kairos.v1.JobService.UpdateJob:output_type -> kairos.v1.UpdateJobResponse
-	23, // 77: kairos.v1.JobService.StartBackfill:output_type -> kairos.v1.StartBackfillResponse
-	25, // 78: kairos.v1.JobService.CancelBackfill:output_type -> kairos.v1.CancelBackfillResponse
-	29, // 79: kairos.v1.JobService.PreviewSchedule:output_type -> kairos.v1.PreviewScheduleResponse
-	31, // 80: kairos.v1.JobService.ListUpcoming:output_type -> kairos.v1.ListUpcomingResponse
-	66, // [66:81] is the sub-list for method output_type
-	51, // [51:66] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	43, // 11: kairos.v1.Job.occurrence_at:type_name -> google.protobuf.Timestamp
+	43, // 12: kairos.v1.BackfillInProgress.through:type_name -> google.protobuf.Timestamp
+	43, // 13: kairos.v1.BackfillInProgress.resume_at:type_name -> google.protobuf.Timestamp
+	43, // 14: kairos.v1.AbortInProgress.requested_at:type_name -> google.protobuf.Timestamp
+	43, // 15: kairos.v1.Run.scheduled_for:type_name -> google.protobuf.Timestamp
+	43, // 16: kairos.v1.Run.started_at:type_name -> google.protobuf.Timestamp
+	43, // 17: kairos.v1.Run.finished_at:type_name -> google.protobuf.Timestamp
+	3,  // 18: kairos.v1.Run.outcome:type_name -> kairos.v1.RunOutcome
+	43, // 19: kairos.v1.Agent.connected_at:type_name -> google.protobuf.Timestamp
+	43, // 20: kairos.v1.Agent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	43, // 21: kairos.v1.Agent.quarantined_until:type_name -> google.protobuf.Timestamp
+	43, // 22: kairos.v1.CreateJobRequest.run_at:type_name -> google.protobuf.Timestamp
+	44, // 23: kairos.v1.CreateJobRequest.payload:type_name -> google.protobuf.Struct
+	1,  // 24: kairos.v1.CreateJobRequest.misfire_policy:type_name -> kairos.v1.MisfirePolicy
+	8,  // 25: kairos.v1.CreateJobRequest.retry:type_name -> kairos.v1.RetryPolicy
+	2,  // 26: kairos.v1.CreateJobRequest.overlap_policy:type_name -> kairos.v1.OverlapPolicy
+	6,  // 27: kairos.v1.GetJobResponse.job:type_name -> kairos.v1.Job
+	0,  // 28: kairos.v1.ListJobsRequest.state:type_name -> kairos.v1.JobState
+	6,  // 29: kairos.v1.ListJobsResponse.jobs:type_name -> kairos.v1.Job
+	43, // 30: kairos.v1.UpdateJobRequest.run_at:type_name -> google.protobuf.Timestamp
+	44, // 31: kairos.v1.UpdateJobRequest.payload:type_name -> google.protobuf.Struct
+	1,  // 32: kairos.v1.UpdateJobRequest.misfire_policy:type_name -> kairos.v1.MisfirePolicy
+	8,  // 33: kairos.v1.UpdateJobRequest.retry:type_name -> kairos.v1.RetryPolicy
+	2,  // 34: kairos.v1.UpdateJobRequest.overlap_policy:type_name -> kairos.v1.OverlapPolicy
+	6,  // 35: kairos.v1.UpdateJobResponse.job:type_name -> kairos.v1.Job
+	4,  // 36: kairos.v1.UpdateJobResponse.applies:type_name -> kairos.v1.EditApplies
+	43, // 37: kairos.v1.StartBackfillRequest.from:type_name -> google.protobuf.Timestamp
+	43, // 38: kairos.v1.StartBackfillRequest.to:type_name -> google.protobuf.Timestamp
+	43, // 39: kairos.v1.StartBackfillResponse.first:type_name -> google.protobuf.Timestamp
+	43, // 40: kairos.v1.StartBackfillResponse.last:type_name -> google.protobuf.Timestamp
+	43, // 41: kairos.v1.StartBackfillResponse.resume_at:type_name -> google.protobuf.Timestamp
+	43, // 42: kairos.v1.PreviewScheduleRequest.from:type_name -> google.protobuf.Timestamp
+	32, // 43: kairos.v1.PreviewScheduleResponse.occurrences:type_name -> kairos.v1.Occurrence
+	32, // 44: kairos.v1.ListUpcomingResponse.occurrences:type_name -> kairos.v1.Occurrence
+	43, // 45: kairos.v1.Occurrence.at:type_name -> google.protobuf.Timestamp
+	5,  // 46: kairos.v1.Occurrence.dst:type_name -> kairos.v1.DstMark
+	6,  // 47: kairos.v1.PauseJobResponse.job:type_name -> kairos.v1.Job
+	6,  // 48: kairos.v1.ResumeJobResponse.job:type_name -> kairos.v1.Job
+	6,  // 49: kairos.v1.TriggerJobResponse.job:type_name -> kairos.v1.Job
+	10, // 50: kairos.v1.ListRunsResponse.runs:type_name -> kairos.v1.Run
+	11, // 51: kairos.v1.ListAgentsResponse.agents:type_name -> kairos.v1.Agent
+	12, // 52: kairos.v1.JobService.CreateJob:input_type -> kairos.v1.CreateJobRequest
+	14, // 53: kairos.v1.JobService.GetJob:input_type -> kairos.v1.GetJobRequest
+	16, // 54: kairos.v1.JobService.ListJobs:input_type -> kairos.v1.ListJobsRequest
+	18, // 55: kairos.v1.JobService.CancelJob:input_type -> kairos.v1.CancelJobRequest
+	26, // 56: kairos.v1.JobService.AbortRun:input_type -> kairos.v1.AbortRunRequest
+	33, // 57: kairos.v1.JobService.PauseJob:input_type -> kairos.v1.PauseJobRequest
+	35, // 58: kairos.v1.JobService.ResumeJob:input_type -> kairos.v1.ResumeJobRequest
+	37, // 59: kairos.v1.JobService.TriggerJob:input_type -> kairos.v1.TriggerJobRequest
+	39, // 60: kairos.v1.JobService.ListRuns:input_type -> kairos.v1.ListRunsRequest
+	41, // 61: kairos.v1.JobService.ListAgents:input_type -> kairos.v1.ListAgentsRequest
+	20, // 62: kairos.v1.JobService.UpdateJob:input_type -> kairos.v1.UpdateJobRequest
+	22, // 63: kairos.v1.JobService.StartBackfill:input_type -> kairos.v1.StartBackfillRequest
+	24, // 64: kairos.v1.JobService.CancelBackfill:input_type -> kairos.v1.CancelBackfillRequest
+	28, // 65: kairos.v1.JobService.PreviewSchedule:input_type -> kairos.v1.PreviewScheduleRequest
+	30, // 66: kairos.v1.JobService.ListUpcoming:input_type -> kairos.v1.ListUpcomingRequest
+	13, // 67: kairos.v1.JobService.CreateJob:output_type -> kairos.v1.CreateJobResponse
+	15, // 68: kairos.v1.JobService.GetJob:output_type -> kairos.v1.GetJobResponse
+	17, // 69: kairos.v1.JobService.ListJobs:output_type -> kairos.v1.ListJobsResponse
+	19, // 70: kairos.v1.JobService.CancelJob:output_type -> kairos.v1.CancelJobResponse
+	27, // 71: kairos.v1.JobService.AbortRun:output_type -> kairos.v1.AbortRunResponse
+	34, // 72: kairos.v1.JobService.PauseJob:output_type -> kairos.v1.PauseJobResponse
+	36, // 73: kairos.v1.JobService.ResumeJob:output_type -> kairos.v1.ResumeJobResponse
+	38, // 74: kairos.v1.JobService.TriggerJob:output_type -> kairos.v1.TriggerJobResponse
+	40, // 75: kairos.v1.JobService.ListRuns:output_type -> kairos.v1.ListRunsResponse
+	42, // 76: kairos.v1.JobService.ListAgents:output_type -> kairos.v1.ListAgentsResponse
+	21, // 77: kairos.v1.JobService.UpdateJob:output_type -> kairos.v1.UpdateJobResponse
+	23, // 78: kairos.v1.JobService.StartBackfill:output_type -> kairos.v1.StartBackfillResponse
+	25, // 79: kairos.v1.JobService.CancelBackfill:output_type -> kairos.v1.CancelBackfillResponse
+	29, // 80: kairos.v1.JobService.PreviewSchedule:output_type -> kairos.v1.PreviewScheduleResponse
+	31, // 81: kairos.v1.JobService.ListUpcoming:output_type -> kairos.v1.ListUpcomingResponse
+	67, // [67:82] is the sub-list for method output_type
+	52, // [52:67] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_kairos_v1_jobs_proto_init() }

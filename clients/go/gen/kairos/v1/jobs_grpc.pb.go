@@ -2,8 +2,19 @@
 //
 // This service is what clients (the CLI, libs/client, programs in any
 // language) talk to. The JSON REST API of the coordinator offers the same
-// calls; field names there are the lowerCamelCase JSON names of the fields
-// below.
+// calls (docs/openapi.json). Its JSON is NOT the proto3 JSON mapping of these
+// messages (what grpcurl or protojson print); it is one shape per resource,
+// shared by REST, the CLI's --json and the docs, and differs from the
+// mapping in these ways only:
+// - a job's id is `jobId` (here `id`);
+// - enum values are short: "DUE", "SUCCEEDED", "fire-once", "buffer-one"
+//   (here JOB_STATE_DUE, RUN_OUTCOME_SUCCEEDED, MISFIRE_POLICY_FIRE_ONCE...);
+// - 64-bit integers are JSON numbers (the mapping makes them strings);
+// - a field without a value is present as null (the mapping omits it), and
+//   "no value" is null where proto3 has a zero: timeoutSeconds, name,
+//   idempotencyKey, leaseOwner, catchupWindowMs, a run's error...;
+// - instants are RFC 3339 in UTC with milliseconds, as in the mapping.
+// Other field names are the lowerCamelCase JSON names of the fields below.
 //
 // Delivery guarantee: execution is AT-LEAST-ONCE. A job may run more than
 // once for one occurrence, for example when an agent dies after its handler

@@ -92,7 +92,7 @@ DST_MARK_REPEATED_FIRST: DstMark
 DST_MARK_REPEATED_ELAPSED: DstMark
 
 class Job(_message.Message):
-    __slots__ = ("id", "namespace", "name", "task", "run_at", "schedule", "timezone", "payload", "state", "next_run_at", "attempt", "max_attempts", "timeout_seconds", "misfire_policy", "idempotency_key", "lease_generation", "created_at", "updated_at", "abort", "retry", "jitter_ms", "pause_on_failure", "paused_reason", "version", "overlap_policy", "catchup_window_ms", "backfill")
+    __slots__ = ("id", "namespace", "name", "task", "run_at", "schedule", "timezone", "payload", "state", "next_run_at", "attempt", "max_attempts", "timeout_seconds", "misfire_policy", "idempotency_key", "lease_generation", "created_at", "updated_at", "abort", "retry", "jitter_ms", "pause_on_failure", "paused_reason", "version", "overlap_policy", "catchup_window_ms", "backfill", "lease_owner", "occurrence_at")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -120,6 +120,8 @@ class Job(_message.Message):
     OVERLAP_POLICY_FIELD_NUMBER: _ClassVar[int]
     CATCHUP_WINDOW_MS_FIELD_NUMBER: _ClassVar[int]
     BACKFILL_FIELD_NUMBER: _ClassVar[int]
+    LEASE_OWNER_FIELD_NUMBER: _ClassVar[int]
+    OCCURRENCE_AT_FIELD_NUMBER: _ClassVar[int]
     id: str
     namespace: str
     name: str
@@ -147,7 +149,9 @@ class Job(_message.Message):
     overlap_policy: OverlapPolicy
     catchup_window_ms: int
     backfill: BackfillInProgress
-    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., task: _Optional[str] = ..., run_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., schedule: _Optional[str] = ..., timezone: _Optional[str] = ..., payload: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., state: _Optional[_Union[JobState, str]] = ..., next_run_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., timeout_seconds: _Optional[int] = ..., misfire_policy: _Optional[_Union[MisfirePolicy, str]] = ..., idempotency_key: _Optional[str] = ..., lease_generation: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., abort: _Optional[_Union[AbortInProgress, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., jitter_ms: _Optional[int] = ..., pause_on_failure: _Optional[bool] = ..., paused_reason: _Optional[str] = ..., version: _Optional[int] = ..., overlap_policy: _Optional[_Union[OverlapPolicy, str]] = ..., catchup_window_ms: _Optional[int] = ..., backfill: _Optional[_Union[BackfillInProgress, _Mapping]] = ...) -> None: ...
+    lease_owner: str
+    occurrence_at: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., task: _Optional[str] = ..., run_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., schedule: _Optional[str] = ..., timezone: _Optional[str] = ..., payload: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., state: _Optional[_Union[JobState, str]] = ..., next_run_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., timeout_seconds: _Optional[int] = ..., misfire_policy: _Optional[_Union[MisfirePolicy, str]] = ..., idempotency_key: _Optional[str] = ..., lease_generation: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., abort: _Optional[_Union[AbortInProgress, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., jitter_ms: _Optional[int] = ..., pause_on_failure: _Optional[bool] = ..., paused_reason: _Optional[str] = ..., version: _Optional[int] = ..., overlap_policy: _Optional[_Union[OverlapPolicy, str]] = ..., catchup_window_ms: _Optional[int] = ..., backfill: _Optional[_Union[BackfillInProgress, _Mapping]] = ..., lease_owner: _Optional[str] = ..., occurrence_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class BackfillInProgress(_message.Message):
     __slots__ = ("through", "resume_at")
