@@ -94,6 +94,16 @@ CREATE TABLE runs (
 
 CREATE UNIQUE INDEX runs_job_generation_idx ON public.runs USING btree (job_id, lease_generation);
 
+CREATE TABLE task_schemas (
+  namespace text NOT NULL,
+  task text NOT NULL,
+  schema_hash text NOT NULL,
+  json_schema jsonb NOT NULL,
+  agent_id text NOT NULL,
+  advertised_at timestamp with time zone DEFAULT now() NOT NULL,
+  CONSTRAINT task_schemas_pkey PRIMARY KEY (namespace, task, schema_hash)
+);
+
 CREATE TABLE tokens (
   id uuid DEFAULT gen_random_uuid() NOT NULL,
   namespace text NOT NULL,

@@ -13,5 +13,15 @@ export { startAgent, type RunningAgent } from './runtime/agent';
 export { agentOptionsFromEnv, checkAgentOptions, ConfigError, AGENT_VERSION, type AgentOptions } from './config';
 export type { AgentEvents, AgentEventMap, AgentEventName, LeaseInfo, RunInfo } from './runtime/events';
 export type { RunResultKind } from './runtime/executor';
-export { parsePayload, PayloadError, TaskAbortedError, type AbortKind, type TaskContext, type TaskHandler } from './sdk';
+export {
+  defineTask,
+  parsePayload,
+  PayloadError,
+  TaskAbortedError,
+  type AbortKind,
+  type DefinedTask,
+  type PayloadOf,
+  type TaskContext,
+  type TaskHandler,
+} from './sdk';
 export type { LeaseLossReason, LeaseLossSource } from './runtime/thread-messages';

@@ -15,7 +15,7 @@
  */
 import type { Logger } from 'pino';
 import { payloadProblem } from '@kairos/tasks';
-import type { output, ZodType } from 'zod';
+import { toJSONSchema, type input, type output, type ZodType } from 'zod';
 
 /** Everything a handler learns about its run besides the payload. */
 export interface TaskContext {
@@ -85,3 +85,41 @@ export function parsePayload<S extends ZodType>(schema: S, payload: Record<strin
   const field = problem.field === 'payload' ? 'payload' : problem.field.slice('payload.'.length);
   throw new PayloadError(field, `invalid payload field "${field}": ${problem.message}`);
 }
+
+/** A handler made by defineTask: it carries the JSON Schema its agent advertises. */
+export interface DefinedTask extends TaskHandler {
+  /** The payload's JSON Schema (draft 2020-12), from the zod schema given to defineTask. */
+  readonly payloadJsonSchema: Record<string, unknown>;
+}
+
+/**
+ * A handler with a declared payload schema (zod):
+ *
+ *   handlers: {
+ *     'send-invoice': defineTask({
+ *       payload: z.object({ invoiceId: z.string().uuid(), amountCents: z.number().int().positive() }),
+ *       run: async ({ invoiceId, amountCents }, ctx) => { ... },
+ *     }),
+ *   }
+ *
+ * The handler gets the parsed, typed payload (a payload that does not parse
+ * fails the run naming the field, as parsePayload does). The agent advertises
+ * the schema to the coordinator, which then refuses a job whose payload it
+ * rejects with a 400 naming the field (`payload.amountCents`) at create and
+ * at edit, in the agent's namespace. Schemas only zod itself can check
+ * (refinements, transforms) are checked by the handler alone: JSON Schema
+ * carries what it can express.
+ */
+export function defineTask<S extends ZodType<unknown, Record<string, unknown>>>(definition: {
+  payload: S;
+  run: (payload: output<S>, ctx: TaskContext) => Promise<unknown>;
+}): DefinedTask {
+  const { payload: schema, run } = definition;
+  const payloadJsonSchema = toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  const handler = async (payload: Record<string, unknown>, ctx: TaskContext) => run(parsePayload(schema, payload), ctx);
+  return Object.assign(handler, { payloadJsonSchema });
+}
+
+/** The payload type a defineTask schema accepts, for callers that build payloads in TypeScript. */
+export type PayloadOf<S extends ZodType> = input<S>;
+

@@ -24,6 +24,7 @@ import { connectHandler, drainSessions } from './api/grpc-agent';
 import { jobServiceImplementation } from './api/grpc-jobs';
 import { tokenServiceImplementation } from './api/grpc-tokens';
 import { jobCommands } from './api/job-commands';
+import { createPayloadSchemas } from './api/payload-schemas';
 import { createRestServer } from './api/rest';
 import { tokenCommands } from './api/token-commands';
 import type { CoordinatorOptions, ServerLimits, TlsFiles } from './config';
@@ -102,8 +103,10 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
       dispatcher.forgetExpired(expired);
     },
   });
+  const payloadSchemas = createPayloadSchemas({ store, logger: log.child({ component: 'payload-schemas' }) });
   const commands = jobCommands({
     store,
+    payloadSchemas,
     onJobsDue: () => dispatcher.wake(),
     onAbort: () => metrics.abortsRequested.inc(),
     retryDefaults: { initialIntervalMs: options.retryBaseMs, maxIntervalMs: options.retryCapMs },
@@ -131,7 +134,15 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
   );
   addGrpcService(grpcServer, TokenService, tokenServiceImplementation({ tokens, auth, logger: log.child({ component: 'grpc' }) }));
   addGrpcService(grpcServer, AgentService, {
-    connect: connectHandler({ dispatcher, options, auth, logger: log.child({ component: 'agents' }), isShuttingDown: () => shuttingDown }),
+    connect: connectHandler({
+      dispatcher,
+      options,
+      auth,
+      payloadSchemas,
+      onSchemaRefused: (count) => metrics.payloadSchemasRefused.inc(count),
+      logger: log.child({ component: 'agents' }),
+      isShuttingDown: () => shuttingDown,
+    }),
   });
   const health = new HealthImplementation({
     '': 'SERVING',
@@ -182,7 +193,12 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
   reaper.start();
   const retention = createRetention({
     store,
-    options: { runRetentionMs: options.runRetentionMs, jobRetentionMs: options.jobRetentionMs, intervalMs: options.retentionIntervalMs },
+    options: {
+      runRetentionMs: options.runRetentionMs,
+      jobRetentionMs: options.jobRetentionMs,
+      schemaTtlMs: options.taskSchemaTtlMs,
+      intervalMs: options.retentionIntervalMs,
+    },
     logger: log.child({ component: 'retention' }),
     onDeleted: (table, count) => metrics.retentionDeleted.inc({ table }, count),
   });

@@ -22,6 +22,7 @@ export interface Metrics {
   countQuarantined: () => number;
   authFailures: Counter;
   abortsRequested: Counter;
+  payloadSchemasRefused: Counter;
   abortRevokes: Counter;
   retentionDeleted: Counter<'table'>;
 }
@@ -87,6 +88,11 @@ export function createMetrics(countDueNextMinute: () => Promise<number>): Metric
     authFailures: new Counter({
       name: 'kairos_auth_failures_total',
       help: 'Calls and agent streams refused for a missing or invalid token (unauthenticated), both transports',
+      registers: [registry],
+    }),
+    payloadSchemasRefused: new Counter({
+      name: 'kairos_payload_schemas_refused_total',
+      help: 'Payload schemas agents advertised that the coordinator refused (too large, invalid, unsafe pattern)',
       registers: [registry],
     }),
     abortsRequested: new Counter({

@@ -6,7 +6,7 @@
  * `schema.pg.test.ts` checks that these definitions name the same columns.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, boolean, doublePrecision, integer, jsonb, pgEnum, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, doublePrecision, integer, jsonb, pgEnum, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 
 export const jobState = pgEnum('kairos_job_state', ['DUE', 'CLAIMED', 'COMPLETED', 'DEAD', 'PAUSED', 'CANCELLED']);
 export const runOutcome = pgEnum('kairos_run_outcome', [
@@ -102,3 +102,17 @@ export const tokens = pgTable('tokens', {
   expiresAt: tstz('expires_at'),
   revokedAt: tstz('revoked_at'),
 });
+
+/** Payload schemas advertised by agents for SDK tasks (migration 0010, task-schemas.ts). */
+export const taskSchemas = pgTable(
+  'task_schemas',
+  {
+    namespace: text('namespace').notNull(),
+    task: text('task').notNull(),
+    schemaHash: text('schema_hash').notNull(),
+    jsonSchema: jsonb('json_schema').notNull(),
+    agentId: text('agent_id').notNull(),
+    advertisedAt: tstz('advertised_at').notNull().defaultNow(),
+  },
+  (table) => [primaryKey({ columns: [table.namespace, table.task, table.schemaHash] })],
+);

@@ -12,6 +12,7 @@ import { storeCall } from './pg-errors';
 import { deleteFinishedJobs, deleteOldRuns, type JobSweepBatch, type RetentionBatch } from './retention';
 import { runQueries, type RunQueries } from './runs';
 import type { RetryPolicy } from './settle';
+import { taskSchemaQueries, type TaskSchemaQueries } from './task-schemas';
 import { tokenQueries, type TokenQueries } from './tokens';
 
 export interface Store {
@@ -19,6 +20,8 @@ export interface Store {
   readonly runs: RunQueries;
   readonly lease: LeaseStatements;
   readonly tokens: TokenQueries;
+  /** Payload schemas agents advertised for SDK tasks (task-schemas.ts). */
+  readonly taskSchemas: TaskSchemaQueries;
   /** Retention batches (retention.ts). */
   readonly retention: {
     deleteOldRuns(options: { olderThanMs: number; scan?: number; now?: Date }): Promise<RetentionBatch>;
@@ -48,6 +51,7 @@ export function createStore(pool: Pool, options: StoreOptions = {}): Store {
     runs: runQueries(db),
     lease: leaseStatements(pool, options.retry),
     tokens: tokenQueries(db),
+    taskSchemas: taskSchemaQueries(db),
     retention: {
       deleteOldRuns: (options) => storeCall('retention.deleteOldRuns', () => deleteOldRuns(pool, options)),
       deleteFinishedJobs: (options) => storeCall('retention.deleteFinishedJobs', () => deleteFinishedJobs(pool, options)),

@@ -18,6 +18,7 @@
 import { readFileSync } from 'node:fs';
 import { pino, type Logger } from 'pino';
 import { AGENT_VERSION, ConfigError, checkAgentOptions, registeredHandlers, type AgentOptions } from '../config';
+import type { DefinedTask } from '../sdk';
 import { createAgentEvents, type AgentEvents, type RunInfo } from './events';
 import { Executor, type RunResult } from './executor';
 import type { SessionConfig } from '../session/session';
@@ -76,6 +77,7 @@ export async function startAgentWith(options: AgentOptions, internals: AgentInte
     tls: readTls(checked.tls),
     trustMarginMs: checked.trustMarginMs,
     version: AGENT_VERSION,
+    payloadSchemas: declaredSchemas(checked),
     flushTimeoutMs,
   };
   const runtime = new AgentRuntime(checked, logger, flushTimeoutMs);
@@ -337,3 +339,13 @@ function readTls(tls: AgentOptions['tls']): SessionConfig['tls'] {
     ...(keyPem === undefined ? {} : { keyPem }),
   };
 }
+
+/** The payload schemas of the handlers this agent runs that declared one (defineTask). */
+function declaredSchemas(options: AgentOptions): Array<{ task: string; jsonSchema: string }> {
+  const handlers = registeredHandlers(options);
+  return options.tasks.flatMap((task) => {
+    const schema = (handlers[task] as Partial<DefinedTask> | undefined)?.payloadJsonSchema;
+    return schema === undefined ? [] : [{ task, jsonSchema: JSON.stringify(schema) }];
+  });
+}
+

@@ -111,6 +111,8 @@ export interface SessionConfig {
   /** Overrides the default margin, max(200, 10% of lease_ms). */
   readonly trustMarginMs?: number | undefined;
   readonly version: string;
+  /** JSON Schemas of payloads that SDK handlers declared (defineTask), advertised in Hello. */
+  readonly payloadSchemas?: ReadonlyArray<{ readonly task: string; readonly jsonSchema: string }>;
   /** While draining, how long to wait for the last OutcomeAcks once every handler has ended. */
   readonly flushTimeoutMs: number;
 }
@@ -324,6 +326,7 @@ export class AgentSession {
           capacity: this.config.capacity,
           heldLeases: this.keeper.refs().map(leaseRefOf),
           version: this.config.version,
+          payloadSchemas: (this.config.payloadSchemas ?? []).map((schema) => ({ task: schema.task, jsonSchema: schema.jsonSchema })),
         },
       },
       {

@@ -42,6 +42,7 @@ import {
 } from './agent-wire';
 import { authorize, type Authenticator } from './auth';
 import { ApiError } from './errors';
+import type { PayloadSchemas } from './payload-schemas';
 
 export const MAX_CAPACITY = 10_000;
 const MAX_TASKS = 100;
@@ -59,6 +60,10 @@ export interface AgentStreamDeps {
   auth: Authenticator;
   logger: Logger;
   isShuttingDown: () => boolean;
+  /** Records the payload schemas agents advertise (unset: ignored). */
+  payloadSchemas?: Pick<PayloadSchemas, 'advertise'>;
+  /** Counts the advertised schemas refused. */
+  onSchemaRefused?: (count: number) => void;
 }
 
 type Call = ServerDuplexStream<AgentMessage, CoordinatorMessage | CoordinatorMessageInit>;
@@ -170,6 +175,16 @@ export function connectHandler(deps: AgentStreamDeps) {
           session.send({ kind: { case: 'renewReply', value: { seq: 0n, statuses: results.map(renewStatus) } } });
         } catch (error: unknown) {
           report('renewal of announced leases')(error);
+        }
+      }
+      if (deps.payloadSchemas && hello.payloadSchemas.length > 0) {
+        // Before the agent gets work, so a job created once it is connected is checked. A database
+        // failure here costs the checks, never the connection.
+        try {
+          const refused = await deps.payloadSchemas.advertise(agent.namespace, agent.agentId, agent.tasks, hello.payloadSchemas);
+          if (refused.length > 0) deps.onSchemaRefused?.(refused.length);
+        } catch (error: unknown) {
+          report('recording payload schemas')(error);
         }
       }
       // The stream may have ended while the renewal ran: a closed session is never added.

@@ -89,14 +89,18 @@ function richStatus(error: ApiError, code: number) {
   return create(RpcStatusSchema, { code, message: error.message, details });
 }
 
-/** A field as the request message names it: `retry.maxIntervalMs` -> `retry.max_interval_ms`; the whole request -> ''. */
+/**
+ * A field as the request message names it: `retry.maxIntervalMs` -> `retry.max_interval_ms`;
+ * the whole request -> ''. Inside `payload` (a google.protobuf.Struct) the keys are the
+ * caller's JSON keys and stay as they are: `payload.timeoutMs`.
+ */
 export function protoFieldPath(field: string): string {
   if (field === 'body') return '';
   if (field === 'If-Match') return 'expected_version';
-  return field
-    .split('.')
-    .map((part) => part.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`))
-    .join('.');
+  const [first, ...rest] = field.split('.');
+  const snake = (part: string) => part.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+  if (first === 'payload') return ['payload', ...rest].join('.');
+  return [first ?? '', ...rest].map(snake).join('.');
 }
 
 /** `text` with every character outside printable ASCII written as a \\uXXXX escape. */

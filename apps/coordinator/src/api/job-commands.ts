@@ -6,6 +6,7 @@
 import { parseCron, previewOccurrences, type CronSchedule, type PreviewedOccurrence } from '@kairos/schedule';
 import type { JobRecord, RunRecord, Store } from '@kairos/store';
 import { ApiError } from './errors';
+import type { PayloadSchemas } from './payload-schemas';
 import type { AbortView, BackfillView, JobView, PreviewView, RunView } from './views';
 import {
   parseBackfill,
@@ -66,6 +67,8 @@ export interface JobCommandDeps {
   /** Counts an abort taken. */
   onAbort?: () => void;
   retryDefaults?: RetryDefaults;
+  /** Payload checks against schemas agents advertised for SDK tasks (unset: none). */
+  payloadSchemas?: Pick<PayloadSchemas, 'check'>;
 }
 
 export function jobCommands(deps: JobCommandDeps): JobCommands {
@@ -101,6 +104,7 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
   return {
     async create(namespace, body) {
       const input = parseCreateJob(body);
+      await deps.payloadSchemas?.check(namespace, input.task, input.payload);
       const result = await store.jobs.create({ namespace, ...input });
       switch (result.kind) {
         case 'created':
@@ -165,6 +169,7 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
       const current = await store.jobs.get(namespace, id);
       if (!current) throw notFound(jobId);
       const edit = parseEditJob(body, current);
+      if (edit.payload !== undefined) await deps.payloadSchemas?.check(namespace, current.task, edit.payload as Record<string, unknown>);
       const result = await store.lease.edit(namespace, id, edit, expectedVersion === undefined ? {} : { expectedVersion });
       switch (result.kind) {
         case 'updated':

@@ -14,6 +14,8 @@ export interface RetentionOptions {
   runRetentionMs: number | null;
   /** COMPLETED and CANCELLED jobs unchanged for longer than this are deleted with their runs; null: kept forever. */
   jobRetentionMs: number | null;
+  /** SDK payload schemas not advertised for this long are forgotten; null or unset: kept. */
+  schemaTtlMs?: number | null;
   intervalMs: number;
   /** Longest a pass keeps deleting. */
   passBudgetMs?: number;
@@ -56,6 +58,8 @@ export function createRetention(deps: {
         jobCursor = batch.nextAfter;
       } while (jobCursor !== null && performance.now() < until && !loop.stopped);
     }
+    // A handful of rows at most: one statement a pass.
+    if (options.schemaTtlMs !== undefined && options.schemaTtlMs !== null) await store.taskSchemas.forget(options.schemaTtlMs);
     if (runs > 0) deps.onDeleted?.('runs', runs);
     if (jobs > 0) deps.onDeleted?.('jobs', jobs);
     if (runs + jobs > 0) logger.debug({ runs, jobs }, 'retention: old rows deleted');
@@ -64,7 +68,7 @@ export function createRetention(deps: {
 
   return {
     start() {
-      if (options.runRetentionMs === null && options.jobRetentionMs === null) return;
+      if (options.runRetentionMs === null && options.jobRetentionMs === null && (options.schemaTtlMs ?? null) === null) return;
       loop.start();
     },
     stop: () => loop.stop(),

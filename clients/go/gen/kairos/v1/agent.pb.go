@@ -470,9 +470,15 @@ type Hello struct {
 	// acknowledged yet. Empty on a fresh start.
 	HeldLeases []*LeaseRef `protobuf:"bytes,4,rep,name=held_leases,json=heldLeases,proto3" json:"held_leases,omitempty"`
 	// Agent software version, for operators (e.g. "0.1.0").
-	Version       string `protobuf:"bytes,5,opt,name=version,proto3" json:"version,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Version string `protobuf:"bytes,5,opt,name=version,proto3" json:"version,omitempty"`
+	// The payload schemas its SDK handlers declared (defineTask), for tasks in
+	// `tasks`. The coordinator records them for the agent's namespace and
+	// checks new jobs' payloads against them (INVALID_ARGUMENT naming the
+	// field). A schema that is too large or not valid JSON Schema is ignored
+	// and logged; the agent still connects.
+	PayloadSchemas []*TaskPayloadSchema `protobuf:"bytes,6,rep,name=payload_schemas,json=payloadSchemas,proto3" json:"payload_schemas,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Hello) Reset() {
@@ -540,6 +546,69 @@ func (x *Hello) GetVersion() string {
 	return ""
 }
 
+func (x *Hello) GetPayloadSchemas() []*TaskPayloadSchema {
+	if x != nil {
+		return x.PayloadSchemas
+	}
+	return nil
+}
+
+// The payload schema one task's handler declared.
+type TaskPayloadSchema struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task name (one of Hello.tasks).
+	Task string `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	// JSON Schema (draft 2020-12) of the payload object, as JSON text, at most
+	// 64 KiB.
+	JsonSchema    string `protobuf:"bytes,2,opt,name=json_schema,json=jsonSchema,proto3" json:"json_schema,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskPayloadSchema) Reset() {
+	*x = TaskPayloadSchema{}
+	mi := &file_kairos_v1_agent_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskPayloadSchema) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskPayloadSchema) ProtoMessage() {}
+
+func (x *TaskPayloadSchema) ProtoReflect() protoreflect.Message {
+	mi := &file_kairos_v1_agent_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskPayloadSchema.ProtoReflect.Descriptor instead.
+func (*TaskPayloadSchema) Descriptor() ([]byte, []int) {
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *TaskPayloadSchema) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *TaskPayloadSchema) GetJsonSchema() string {
+	if x != nil {
+		return x.JsonSchema
+	}
+	return ""
+}
+
 // Sent by the agent every heartbeat_interval_ms (see Welcome), also when it
 // holds no lease (then it is a pure liveness signal).
 //
@@ -561,7 +630,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_kairos_v1_agent_proto_msgTypes[3]
+	mi := &file_kairos_v1_agent_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -573,7 +642,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_agent_proto_msgTypes[3]
+	mi := &file_kairos_v1_agent_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -586,7 +655,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{3}
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Heartbeat) GetSeq() uint64 {
@@ -618,7 +687,7 @@ type Outcomes struct {
 
 func (x *Outcomes) Reset() {
 	*x = Outcomes{}
-	mi := &file_kairos_v1_agent_proto_msgTypes[4]
+	mi := &file_kairos_v1_agent_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -630,7 +699,7 @@ func (x *Outcomes) String() string {
 func (*Outcomes) ProtoMessage() {}
 
 func (x *Outcomes) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_agent_proto_msgTypes[4]
+	mi := &file_kairos_v1_agent_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -643,7 +712,7 @@ func (x *Outcomes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcomes.ProtoReflect.Descriptor instead.
 func (*Outcomes) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{4}
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Outcomes) GetOutcomes() []*LeaseOutcome {
@@ -676,7 +745,7 @@ type LeaseOutcome struct {
 
 func (x *LeaseOutcome) Reset() {
 	*x = LeaseOutcome{}
-	mi := &file_kairos_v1_agent_proto_msgTypes[5]
+	mi := &file_kairos_v1_agent_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -688,7 +757,7 @@ func (x *LeaseOutcome) String() string {
 func (*LeaseOutcome) ProtoMessage() {}
 
 func (x *LeaseOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_agent_proto_msgTypes[5]
+	mi := &file_kairos_v1_agent_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -701,7 +770,7 @@ func (x *LeaseOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseOutcome.ProtoReflect.Descriptor instead.
 func (*LeaseOutcome) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{5}
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *LeaseOutcome) GetJobId() string {
@@ -754,7 +823,7 @@ type Release struct {
 
 func (x *Release) Reset() {
 	*x = Release{}
-	mi := &file_kairos_v1_agent_proto_msgTypes[6]
+	mi := &file_kairos_v1_agent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -766,7 +835,7 @@ func (x *Release) String() string {
 func (*Release) ProtoMessage() {}
 
 func (x *Release) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_agent_proto_msgTypes[6]
+	mi := &file_kairos_v1_agent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -779,7 +848,7 @@ func (x *Release) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Release.ProtoReflect.Descriptor instead.
 func (*Release) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{6}
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Release) GetLeases() []*LeaseRef {
@@ -801,7 +870,7 @@ type Draining struct {
 
 func (x *Draining) Reset() {
 	*x = Draining{}
-	mi := &file_kairos_v1_agent_proto_msgTypes[7]
+	mi := &file_kairos_v1_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -813,7 +882,7 @@ func (x *Draining) String() string {
 func (*Draining) ProtoMessage() {}
 
 func (x *Draining) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_agent_proto_msgTypes[7]
+	mi := &file_kairos_v1_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -826,7 +895,7 @@ func (x *Draining) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Draining.ProtoReflect.Descriptor instead.
 func (*Draining) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{7}
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{8}
 }
 
 // Every message a coordinator sends on the Connect stream.
@@ -847,7 +916,7 @@ type CoordinatorMessage struct {
 
 func (x *CoordinatorMessage) Reset() {
 	*x = CoordinatorMessage{}
-	mi := &file_kairos_v1_agent_proto_msgTypes[8]
+	mi := &file_kairos_v1_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -859,7 +928,7 @@ func (x *CoordinatorMessage) String() string {
 func (*CoordinatorMessage) ProtoMessage() {}
 
 func (x *CoordinatorMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_agent_proto_msgTypes[8]
+	mi := &file_kairos_v1_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -872,7 +941,7 @@ func (x *CoordinatorMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordinatorMessage.ProtoReflect.Descriptor instead.
 func (*CoordinatorMessage) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CoordinatorMessage) GetKind() isCoordinatorMessage_Kind {
@@ -1000,7 +1069,7 @@ type Welcome struct {
 
 func (x *Welcome) Reset() {
 	*x = Welcome{}
-	mi := &file_kairos_v1_agent_proto_msgTypes[9]
+	mi := &file_kairos_v1_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1012,7 +1081,7 @@ func (x *Welcome) String() string {
 func (*Welcome) ProtoMessage() {}
 
 func (x *Welcome) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_agent_proto_msgTypes[9]
+	mi := &file_kairos_v1_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1025,7 +1094,7 @@ func (x *Welcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Welcome.ProtoReflect.Descriptor instead.
 func (*Welcome) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{9}
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Welcome) GetCoordinatorId() string {
@@ -1063,7 +1132,7 @@ type Assignments struct {
 
 func (x *Assignments) Reset() {
 	*x = Assignments{}
-	mi := &file_kairos_v1_agent_proto_msgTypes[10]
+	mi := &file_kairos_v1_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1075,7 +1144,7 @@ func (x *Assignments) String() string {
 func (*Assignments) ProtoMessage() {}
 
 func (x *Assignments) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_agent_proto_msgTypes[10]
+	mi := &file_kairos_v1_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1088,7 +1157,7 @@ func (x *Assignments) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignments.ProtoReflect.Descriptor instead.
 func (*Assignments) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{10}
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Assignments) GetAssignments() []*Assignment {
@@ -1139,7 +1208,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_kairos_v1_agent_proto_msgTypes[11]
+	mi := &file_kairos_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1151,7 +1220,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_agent_proto_msgTypes[11]
+	mi := &file_kairos_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1164,7 +1233,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Assignment) GetJobId() string {
@@ -1260,7 +1329,7 @@ type RenewReply struct {
 
 func (x *RenewReply) Reset() {
 	*x = RenewReply{}
-	mi := &file_kairos_v1_agent_proto_msgTypes[12]
+	mi := &file_kairos_v1_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1272,7 +1341,7 @@ func (x *RenewReply) String() string {
 func (*RenewReply) ProtoMessage() {}
 
 func (x *RenewReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_agent_proto_msgTypes[12]
+	mi := &file_kairos_v1_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1285,7 +1354,7 @@ func (x *RenewReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewReply.ProtoReflect.Descriptor instead.
 func (*RenewReply) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RenewReply) GetSeq() uint64 {
@@ -1331,7 +1400,7 @@ type LeaseStatus struct {
 
 func (x *LeaseStatus) Reset() {
 	*x = LeaseStatus{}
-	mi := &file_kairos_v1_agent_proto_msgTypes[13]
+	mi := &file_kairos_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1343,7 +1412,7 @@ func (x *LeaseStatus) String() string {
 func (*LeaseStatus) ProtoMessage() {}
 
 func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_agent_proto_msgTypes[13]
+	mi := &file_kairos_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1356,7 +1425,7 @@ func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseStatus.ProtoReflect.Descriptor instead.
 func (*LeaseStatus) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *LeaseStatus) GetJobId() string {
@@ -1439,7 +1508,7 @@ type LeaseLost struct {
 
 func (x *LeaseLost) Reset() {
 	*x = LeaseLost{}
-	mi := &file_kairos_v1_agent_proto_msgTypes[14]
+	mi := &file_kairos_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1451,7 +1520,7 @@ func (x *LeaseLost) String() string {
 func (*LeaseLost) ProtoMessage() {}
 
 func (x *LeaseLost) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_agent_proto_msgTypes[14]
+	mi := &file_kairos_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1464,7 +1533,7 @@ func (x *LeaseLost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseLost.ProtoReflect.Descriptor instead.
 func (*LeaseLost) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LeaseLost) GetReason() LeaseLostReason {
@@ -1488,7 +1557,7 @@ type OutcomeAcks struct {
 
 func (x *OutcomeAcks) Reset() {
 	*x = OutcomeAcks{}
-	mi := &file_kairos_v1_agent_proto_msgTypes[15]
+	mi := &file_kairos_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1500,7 +1569,7 @@ func (x *OutcomeAcks) String() string {
 func (*OutcomeAcks) ProtoMessage() {}
 
 func (x *OutcomeAcks) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_agent_proto_msgTypes[15]
+	mi := &file_kairos_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1513,7 +1582,7 @@ func (x *OutcomeAcks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutcomeAcks.ProtoReflect.Descriptor instead.
 func (*OutcomeAcks) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{15}
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *OutcomeAcks) GetAcks() []*OutcomeAck {
@@ -1538,7 +1607,7 @@ type OutcomeAck struct {
 
 func (x *OutcomeAck) Reset() {
 	*x = OutcomeAck{}
-	mi := &file_kairos_v1_agent_proto_msgTypes[16]
+	mi := &file_kairos_v1_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1550,7 +1619,7 @@ func (x *OutcomeAck) String() string {
 func (*OutcomeAck) ProtoMessage() {}
 
 func (x *OutcomeAck) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_agent_proto_msgTypes[16]
+	mi := &file_kairos_v1_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1563,7 +1632,7 @@ func (x *OutcomeAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutcomeAck.ProtoReflect.Descriptor instead.
 func (*OutcomeAck) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{16}
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *OutcomeAck) GetJobId() string {
@@ -1611,7 +1680,7 @@ type Revoke struct {
 
 func (x *Revoke) Reset() {
 	*x = Revoke{}
-	mi := &file_kairos_v1_agent_proto_msgTypes[17]
+	mi := &file_kairos_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1623,7 +1692,7 @@ func (x *Revoke) String() string {
 func (*Revoke) ProtoMessage() {}
 
 func (x *Revoke) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_agent_proto_msgTypes[17]
+	mi := &file_kairos_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1636,7 +1705,7 @@ func (x *Revoke) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revoke.ProtoReflect.Descriptor instead.
 func (*Revoke) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Revoke) GetLeases() []*LeaseRef {
@@ -1672,7 +1741,7 @@ type Drain struct {
 
 func (x *Drain) Reset() {
 	*x = Drain{}
-	mi := &file_kairos_v1_agent_proto_msgTypes[18]
+	mi := &file_kairos_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1684,7 +1753,7 @@ func (x *Drain) String() string {
 func (*Drain) ProtoMessage() {}
 
 func (x *Drain) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_agent_proto_msgTypes[18]
+	mi := &file_kairos_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1697,7 +1766,7 @@ func (x *Drain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Drain.ProtoReflect.Descriptor instead.
 func (*Drain) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Drain) GetGraceMs() uint32 {
@@ -1721,14 +1790,19 @@ const file_kairos_v1_agent_proto_rawDesc = "" +
 	"\boutcomes\x18\x03 \x01(\v2\x13.kairos.v1.OutcomesH\x00R\boutcomes\x12.\n" +
 	"\arelease\x18\x04 \x01(\v2\x12.kairos.v1.ReleaseH\x00R\arelease\x121\n" +
 	"\bdraining\x18\x05 \x01(\v2\x13.kairos.v1.DrainingH\x00R\bdrainingB\x06\n" +
-	"\x04kind\"\xa4\x01\n" +
+	"\x04kind\"\xeb\x01\n" +
 	"\x05Hello\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x14\n" +
 	"\x05tasks\x18\x02 \x03(\tR\x05tasks\x12\x1a\n" +
 	"\bcapacity\x18\x03 \x01(\rR\bcapacity\x124\n" +
 	"\vheld_leases\x18\x04 \x03(\v2\x13.kairos.v1.LeaseRefR\n" +
 	"heldLeases\x12\x18\n" +
-	"\aversion\x18\x05 \x01(\tR\aversion\"J\n" +
+	"\aversion\x18\x05 \x01(\tR\aversion\x12E\n" +
+	"\x0fpayload_schemas\x18\x06 \x03(\v2\x1c.kairos.v1.TaskPayloadSchemaR\x0epayloadSchemas\"H\n" +
+	"\x11TaskPayloadSchema\x12\x12\n" +
+	"\x04task\x18\x01 \x01(\tR\x04task\x12\x1f\n" +
+	"\vjson_schema\x18\x02 \x01(\tR\n" +
+	"jsonSchema\"J\n" +
 	"\tHeartbeat\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12+\n" +
 	"\x06leases\x18\x02 \x03(\v2\x13.kairos.v1.LeaseRefR\x06leases\"?\n" +
@@ -1836,7 +1910,7 @@ func file_kairos_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_kairos_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_kairos_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_kairos_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_kairos_v1_agent_proto_goTypes = []any{
 	(HandlerResult)(0),            // 0: kairos.v1.HandlerResult
 	(LeaseLostReason)(0),          // 1: kairos.v1.LeaseLostReason
@@ -1844,58 +1918,60 @@ var file_kairos_v1_agent_proto_goTypes = []any{
 	(*LeaseRef)(nil),              // 3: kairos.v1.LeaseRef
 	(*AgentMessage)(nil),          // 4: kairos.v1.AgentMessage
 	(*Hello)(nil),                 // 5: kairos.v1.Hello
-	(*Heartbeat)(nil),             // 6: kairos.v1.Heartbeat
-	(*Outcomes)(nil),              // 7: kairos.v1.Outcomes
-	(*LeaseOutcome)(nil),          // 8: kairos.v1.LeaseOutcome
-	(*Release)(nil),               // 9: kairos.v1.Release
-	(*Draining)(nil),              // 10: kairos.v1.Draining
-	(*CoordinatorMessage)(nil),    // 11: kairos.v1.CoordinatorMessage
-	(*Welcome)(nil),               // 12: kairos.v1.Welcome
-	(*Assignments)(nil),           // 13: kairos.v1.Assignments
-	(*Assignment)(nil),            // 14: kairos.v1.Assignment
-	(*RenewReply)(nil),            // 15: kairos.v1.RenewReply
-	(*LeaseStatus)(nil),           // 16: kairos.v1.LeaseStatus
-	(*LeaseLost)(nil),             // 17: kairos.v1.LeaseLost
-	(*OutcomeAcks)(nil),           // 18: kairos.v1.OutcomeAcks
-	(*OutcomeAck)(nil),            // 19: kairos.v1.OutcomeAck
-	(*Revoke)(nil),                // 20: kairos.v1.Revoke
-	(*Drain)(nil),                 // 21: kairos.v1.Drain
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
+	(*TaskPayloadSchema)(nil),     // 6: kairos.v1.TaskPayloadSchema
+	(*Heartbeat)(nil),             // 7: kairos.v1.Heartbeat
+	(*Outcomes)(nil),              // 8: kairos.v1.Outcomes
+	(*LeaseOutcome)(nil),          // 9: kairos.v1.LeaseOutcome
+	(*Release)(nil),               // 10: kairos.v1.Release
+	(*Draining)(nil),              // 11: kairos.v1.Draining
+	(*CoordinatorMessage)(nil),    // 12: kairos.v1.CoordinatorMessage
+	(*Welcome)(nil),               // 13: kairos.v1.Welcome
+	(*Assignments)(nil),           // 14: kairos.v1.Assignments
+	(*Assignment)(nil),            // 15: kairos.v1.Assignment
+	(*RenewReply)(nil),            // 16: kairos.v1.RenewReply
+	(*LeaseStatus)(nil),           // 17: kairos.v1.LeaseStatus
+	(*LeaseLost)(nil),             // 18: kairos.v1.LeaseLost
+	(*OutcomeAcks)(nil),           // 19: kairos.v1.OutcomeAcks
+	(*OutcomeAck)(nil),            // 20: kairos.v1.OutcomeAck
+	(*Revoke)(nil),                // 21: kairos.v1.Revoke
+	(*Drain)(nil),                 // 22: kairos.v1.Drain
+	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
 }
 var file_kairos_v1_agent_proto_depIdxs = []int32{
 	5,  // 0: kairos.v1.AgentMessage.hello:type_name -> kairos.v1.Hello
-	6,  // 1: kairos.v1.AgentMessage.heartbeat:type_name -> kairos.v1.Heartbeat
-	7,  // 2: kairos.v1.AgentMessage.outcomes:type_name -> kairos.v1.Outcomes
-	9,  // 3: kairos.v1.AgentMessage.release:type_name -> kairos.v1.Release
-	10, // 4: kairos.v1.AgentMessage.draining:type_name -> kairos.v1.Draining
+	7,  // 1: kairos.v1.AgentMessage.heartbeat:type_name -> kairos.v1.Heartbeat
+	8,  // 2: kairos.v1.AgentMessage.outcomes:type_name -> kairos.v1.Outcomes
+	10, // 3: kairos.v1.AgentMessage.release:type_name -> kairos.v1.Release
+	11, // 4: kairos.v1.AgentMessage.draining:type_name -> kairos.v1.Draining
 	3,  // 5: kairos.v1.Hello.held_leases:type_name -> kairos.v1.LeaseRef
-	3,  // 6: kairos.v1.Heartbeat.leases:type_name -> kairos.v1.LeaseRef
-	8,  // 7: kairos.v1.Outcomes.outcomes:type_name -> kairos.v1.LeaseOutcome
-	0,  // 8: kairos.v1.LeaseOutcome.result:type_name -> kairos.v1.HandlerResult
-	22, // 9: kairos.v1.LeaseOutcome.finished_at:type_name -> google.protobuf.Timestamp
-	3,  // 10: kairos.v1.Release.leases:type_name -> kairos.v1.LeaseRef
-	12, // 11: kairos.v1.CoordinatorMessage.welcome:type_name -> kairos.v1.Welcome
-	13, // 12: kairos.v1.CoordinatorMessage.assignments:type_name -> kairos.v1.Assignments
-	15, // 13: kairos.v1.CoordinatorMessage.renew_reply:type_name -> kairos.v1.RenewReply
-	18, // 14: kairos.v1.CoordinatorMessage.outcome_acks:type_name -> kairos.v1.OutcomeAcks
-	20, // 15: kairos.v1.CoordinatorMessage.revoke:type_name -> kairos.v1.Revoke
-	21, // 16: kairos.v1.CoordinatorMessage.drain:type_name -> kairos.v1.Drain
-	14, // 17: kairos.v1.Assignments.assignments:type_name -> kairos.v1.Assignment
-	22, // 18: kairos.v1.Assignment.scheduled_for:type_name -> google.protobuf.Timestamp
-	16, // 19: kairos.v1.RenewReply.statuses:type_name -> kairos.v1.LeaseStatus
-	17, // 20: kairos.v1.LeaseStatus.lost:type_name -> kairos.v1.LeaseLost
-	1,  // 21: kairos.v1.LeaseLost.reason:type_name -> kairos.v1.LeaseLostReason
-	19, // 22: kairos.v1.OutcomeAcks.acks:type_name -> kairos.v1.OutcomeAck
-	2,  // 23: kairos.v1.OutcomeAck.result:type_name -> kairos.v1.OutcomeAckResult
-	3,  // 24: kairos.v1.Revoke.leases:type_name -> kairos.v1.LeaseRef
-	1,  // 25: kairos.v1.Revoke.reason:type_name -> kairos.v1.LeaseLostReason
-	4,  // 26: kairos.v1.AgentService.Connect:input_type -> kairos.v1.AgentMessage
-	11, // 27: kairos.v1.AgentService.Connect:output_type -> kairos.v1.CoordinatorMessage
-	27, // [27:28] is the sub-list for method output_type
-	26, // [26:27] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	6,  // 6: kairos.v1.Hello.payload_schemas:type_name -> kairos.v1.TaskPayloadSchema
+	3,  // 7: kairos.v1.Heartbeat.leases:type_name -> kairos.v1.LeaseRef
+	9,  // 8: kairos.v1.Outcomes.outcomes:type_name -> kairos.v1.LeaseOutcome
+	0,  // 9: kairos.v1.LeaseOutcome.result:type_name -> kairos.v1.HandlerResult
+	23, // 10: kairos.v1.LeaseOutcome.finished_at:type_name -> google.protobuf.Timestamp
+	3,  // 11: kairos.v1.Release.leases:type_name -> kairos.v1.LeaseRef
+	13, // 12: kairos.v1.CoordinatorMessage.welcome:type_name -> kairos.v1.Welcome
+	14, // 13: kairos.v1.CoordinatorMessage.assignments:type_name -> kairos.v1.Assignments
+	16, // 14: kairos.v1.CoordinatorMessage.renew_reply:type_name -> kairos.v1.RenewReply
+	19, // 15: kairos.v1.CoordinatorMessage.outcome_acks:type_name -> kairos.v1.OutcomeAcks
+	21, // 16: kairos.v1.CoordinatorMessage.revoke:type_name -> kairos.v1.Revoke
+	22, // 17: kairos.v1.CoordinatorMessage.drain:type_name -> kairos.v1.Drain
+	15, // 18: kairos.v1.Assignments.assignments:type_name -> kairos.v1.Assignment
+	23, // 19: kairos.v1.Assignment.scheduled_for:type_name -> google.protobuf.Timestamp
+	17, // 20: kairos.v1.RenewReply.statuses:type_name -> kairos.v1.LeaseStatus
+	18, // 21: kairos.v1.LeaseStatus.lost:type_name -> kairos.v1.LeaseLost
+	1,  // 22: kairos.v1.LeaseLost.reason:type_name -> kairos.v1.LeaseLostReason
+	20, // 23: kairos.v1.OutcomeAcks.acks:type_name -> kairos.v1.OutcomeAck
+	2,  // 24: kairos.v1.OutcomeAck.result:type_name -> kairos.v1.OutcomeAckResult
+	3,  // 25: kairos.v1.Revoke.leases:type_name -> kairos.v1.LeaseRef
+	1,  // 26: kairos.v1.Revoke.reason:type_name -> kairos.v1.LeaseLostReason
+	4,  // 27: kairos.v1.AgentService.Connect:input_type -> kairos.v1.AgentMessage
+	12, // 28: kairos.v1.AgentService.Connect:output_type -> kairos.v1.CoordinatorMessage
+	28, // [28:29] is the sub-list for method output_type
+	27, // [27:28] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_kairos_v1_agent_proto_init() }
@@ -1910,7 +1986,7 @@ func file_kairos_v1_agent_proto_init() {
 		(*AgentMessage_Release)(nil),
 		(*AgentMessage_Draining)(nil),
 	}
-	file_kairos_v1_agent_proto_msgTypes[8].OneofWrappers = []any{
+	file_kairos_v1_agent_proto_msgTypes[9].OneofWrappers = []any{
 		(*CoordinatorMessage_Welcome)(nil),
 		(*CoordinatorMessage_Assignments)(nil),
 		(*CoordinatorMessage_RenewReply)(nil),
@@ -1918,7 +1994,7 @@ func file_kairos_v1_agent_proto_init() {
 		(*CoordinatorMessage_Revoke)(nil),
 		(*CoordinatorMessage_Drain)(nil),
 	}
-	file_kairos_v1_agent_proto_msgTypes[13].OneofWrappers = []any{
+	file_kairos_v1_agent_proto_msgTypes[14].OneofWrappers = []any{
 		(*LeaseStatus_RemainingMs)(nil),
 		(*LeaseStatus_Lost)(nil),
 	}
@@ -1928,7 +2004,7 @@ func file_kairos_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kairos_v1_agent_proto_rawDesc), len(file_kairos_v1_agent_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

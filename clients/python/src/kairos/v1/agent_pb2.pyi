@@ -68,18 +68,28 @@ class AgentMessage(_message.Message):
     def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., outcomes: _Optional[_Union[Outcomes, _Mapping]] = ..., release: _Optional[_Union[Release, _Mapping]] = ..., draining: _Optional[_Union[Draining, _Mapping]] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("agent_id", "tasks", "capacity", "held_leases", "version")
+    __slots__ = ("agent_id", "tasks", "capacity", "held_leases", "version", "payload_schemas")
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
     HELD_LEASES_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_SCHEMAS_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     tasks: _containers.RepeatedScalarFieldContainer[str]
     capacity: int
     held_leases: _containers.RepeatedCompositeFieldContainer[LeaseRef]
     version: str
-    def __init__(self, agent_id: _Optional[str] = ..., tasks: _Optional[_Iterable[str]] = ..., capacity: _Optional[int] = ..., held_leases: _Optional[_Iterable[_Union[LeaseRef, _Mapping]]] = ..., version: _Optional[str] = ...) -> None: ...
+    payload_schemas: _containers.RepeatedCompositeFieldContainer[TaskPayloadSchema]
+    def __init__(self, agent_id: _Optional[str] = ..., tasks: _Optional[_Iterable[str]] = ..., capacity: _Optional[int] = ..., held_leases: _Optional[_Iterable[_Union[LeaseRef, _Mapping]]] = ..., version: _Optional[str] = ..., payload_schemas: _Optional[_Iterable[_Union[TaskPayloadSchema, _Mapping]]] = ...) -> None: ...
+
+class TaskPayloadSchema(_message.Message):
+    __slots__ = ("task", "json_schema")
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    JSON_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    task: str
+    json_schema: str
+    def __init__(self, task: _Optional[str] = ..., json_schema: _Optional[str] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
     __slots__ = ("seq", "leases")

@@ -62,7 +62,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file kairos/v1/agent.proto.
  */
 export const file_kairos_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChVrYWlyb3MvdjEvYWdlbnQucHJvdG8SCWthaXJvcy52MSI0CghMZWFzZVJlZhIOCgZqb2JfaWQYASABKAkSGAoQbGVhc2VfZ2VuZXJhdGlvbhgCIAEoBCLdAQoMQWdlbnRNZXNzYWdlEiEKBWhlbGxvGAEgASgLMhAua2Fpcm9zLnYxLkhlbGxvSAASKQoJaGVhcnRiZWF0GAIgASgLMhQua2Fpcm9zLnYxLkhlYXJ0YmVhdEgAEicKCG91dGNvbWVzGAMgASgLMhMua2Fpcm9zLnYxLk91dGNvbWVzSAASJQoHcmVsZWFzZRgEIAEoCzISLmthaXJvcy52MS5SZWxlYXNlSAASJwoIZHJhaW5pbmcYBSABKAsyEy5rYWlyb3MudjEuRHJhaW5pbmdIAEIGCgRraW5kInUKBUhlbGxvEhAKCGFnZW50X2lkGAEgASgJEg0KBXRhc2tzGAIgAygJEhAKCGNhcGFjaXR5GAMgASgNEigKC2hlbGRfbGVhc2VzGAQgAygLMhMua2Fpcm9zLnYxLkxlYXNlUmVmEg8KB3ZlcnNpb24YBSABKAkiPQoJSGVhcnRiZWF0EgsKA3NlcRgBIAEoBBIjCgZsZWFzZXMYAiADKAsyEy5rYWlyb3MudjEuTGVhc2VSZWYiNQoIT3V0Y29tZXMSKQoIb3V0Y29tZXMYASADKAsyFy5rYWlyb3MudjEuTGVhc2VPdXRjb21lIqIBCgxMZWFzZU91dGNvbWUSDgoGam9iX2lkGAEgASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YAiABKAQSKAoGcmVzdWx0GAMgASgOMhgua2Fpcm9zLnYxLkhhbmRsZXJSZXN1bHQSDQoFZXJyb3IYBCABKAkSLwoLZmluaXNoZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIi4KB1JlbGVhc2USIwoGbGVhc2VzGAEgAygLMhMua2Fpcm9zLnYxLkxlYXNlUmVmIgoKCERyYWluaW5nIpgCChJDb29yZGluYXRvck1lc3NhZ2USJQoHd2VsY29tZRgBIAEoCzISLmthaXJvcy52MS5XZWxjb21lSAASLQoLYXNzaWdubWVudHMYAiABKAsyFi5rYWlyb3MudjEuQXNzaWdubWVudHNIABIsCgtyZW5ld19yZXBseRgDIAEoCzIVLmthaXJvcy52MS5SZW5ld1JlcGx5SAASLgoMb3V0Y29tZV9hY2tzGAQgASgLMhYua2Fpcm9zLnYxLk91dGNvbWVBY2tzSAASIwoGcmV2b2tlGAUgASgLMhEua2Fpcm9zLnYxLlJldm9rZUgAEiEKBWRyYWluGAYgASgLMhAua2Fpcm9zLnYxLkRyYWluSABCBgoEa2luZCJSCgdXZWxjb21lEhYKDmNvb3JkaW5hdG9yX2lkGAEgASgJEhAKCGxlYXNlX21zGAIgASgNEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgDIAEoDSI5CgtBc3NpZ25tZW50cxIqCgthc3NpZ25tZW50cxgBIAMoCzIVLmthaXJvcy52MS5Bc3NpZ25tZW50IpcCCgpBc3NpZ25tZW50Eg4KBmpvYl9pZBgBIAEoCRIOCgZydW5faWQYAiABKAkSDAoEdGFzaxgDIAEoCRIPCgdhdHRlbXB0GAUgASgNEhQKDG1heF9hdHRlbXB0cxgGIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAcgASgEEhoKEmxlYXNlX3JlbWFpbmluZ19tcxgIIAEoDRISCgp0aW1lb3V0X21zGAkgASgNEjEKDXNjaGVkdWxlZF9mb3IYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmFuY2hvcl9zZXEYCyABKAQSFAoMcGF5bG9hZF9qc29uGAwgASgJSgQIBBAFUgdwYXlsb2FkIkMKClJlbmV3UmVwbHkSCwoDc2VxGAEgASgEEigKCHN0YXR1c2VzGAIgAygLMhYua2Fpcm9zLnYxLkxlYXNlU3RhdHVzIpcBCgtMZWFzZVN0YXR1cxIOCgZqb2JfaWQYASABKAkSGAoQbGVhc2VfZ2VuZXJhdGlvbhgCIAEoBBIWCgxyZW1haW5pbmdfbXMYAyABKA1IABIkCgRsb3N0GAQgASgLMhQua2Fpcm9zLnYxLkxlYXNlTG9zdEgAEhcKD2Fib3J0X3JlcXVlc3RlZBgFIAEoCEIHCgVzdGF0ZSI3CglMZWFzZUxvc3QSKgoGcmVhc29uGAEgASgOMhoua2Fpcm9zLnYxLkxlYXNlTG9zdFJlYXNvbiIyCgtPdXRjb21lQWNrcxIjCgRhY2tzGAEgAygLMhUua2Fpcm9zLnYxLk91dGNvbWVBY2siYwoKT3V0Y29tZUFjaxIOCgZqb2JfaWQYASABKAkSGAoQbGVhc2VfZ2VuZXJhdGlvbhgCIAEoBBIrCgZyZXN1bHQYAyABKA4yGy5rYWlyb3MudjEuT3V0Y29tZUFja1Jlc3VsdCJZCgZSZXZva2USIwoGbGVhc2VzGAEgAygLMhMua2Fpcm9zLnYxLkxlYXNlUmVmEioKBnJlYXNvbhgCIAEoDjIaLmthaXJvcy52MS5MZWFzZUxvc3RSZWFzb24iGQoFRHJhaW4SEAoIZ3JhY2VfbXMYASABKA0qpAEKDUhhbmRsZXJSZXN1bHQSHgoaSEFORExFUl9SRVNVTFRfVU5TUEVDSUZJRUQQABIcChhIQU5ETEVSX1JFU1VMVF9TVUNDRUVERUQQARIZChVIQU5ETEVSX1JFU1VMVF9GQUlMRUQQAhIcChhIQU5ETEVSX1JFU1VMVF9USU1FRF9PVVQQAxIcChhIQU5ETEVSX1JFU1VMVF9DQU5DRUxMRUQQBCq9AQoPTGVhc2VMb3N0UmVhc29uEiEKHUxFQVNFX0xPU1RfUkVBU09OX1VOU1BFQ0lGSUVEEAASJgoiTEVBU0VfTE9TVF9SRUFTT05fU1RBTEVfR0VORVJBVElPThABEh0KGUxFQVNFX0xPU1RfUkVBU09OX0VYUElSRUQQAhIfChtMRUFTRV9MT1NUX1JFQVNPTl9DQU5DRUxMRUQQAxIfChtMRUFTRV9MT1NUX1JFQVNPTl9OT1RfRk9VTkQQBCp1ChBPdXRjb21lQWNrUmVzdWx0EiIKHk9VVENPTUVfQUNLX1JFU1VMVF9VTlNQRUNJRklFRBAAEh8KG09VVENPTUVfQUNLX1JFU1VMVF9SRUNPUkRFRBABEhwKGE9VVENPTUVfQUNLX1JFU1VMVF9TVEFMRRACMlUKDEFnZW50U2VydmljZRJFCgdDb25uZWN0Ehcua2Fpcm9zLnYxLkFnZW50TWVzc2FnZRodLmthaXJvcy52MS5Db29yZGluYXRvck1lc3NhZ2UoATABQmwKDWRldi5rYWlyb3MudjFCCkFnZW50UHJvdG9QAVooa2Fpcm9zLmRldi9jbGllbnQvZ2VuL2thaXJvcy92MTtrYWlyb3N2MaoCCUthaXJvcy5WMcoCCUthaXJvc1xWMeoCCkthaXJvczo6VjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("ChVrYWlyb3MvdjEvYWdlbnQucHJvdG8SCWthaXJvcy52MSI0CghMZWFzZVJlZhIOCgZqb2JfaWQYASABKAkSGAoQbGVhc2VfZ2VuZXJhdGlvbhgCIAEoBCLdAQoMQWdlbnRNZXNzYWdlEiEKBWhlbGxvGAEgASgLMhAua2Fpcm9zLnYxLkhlbGxvSAASKQoJaGVhcnRiZWF0GAIgASgLMhQua2Fpcm9zLnYxLkhlYXJ0YmVhdEgAEicKCG91dGNvbWVzGAMgASgLMhMua2Fpcm9zLnYxLk91dGNvbWVzSAASJQoHcmVsZWFzZRgEIAEoCzISLmthaXJvcy52MS5SZWxlYXNlSAASJwoIZHJhaW5pbmcYBSABKAsyEy5rYWlyb3MudjEuRHJhaW5pbmdIAEIGCgRraW5kIqwBCgVIZWxsbxIQCghhZ2VudF9pZBgBIAEoCRINCgV0YXNrcxgCIAMoCRIQCghjYXBhY2l0eRgDIAEoDRIoCgtoZWxkX2xlYXNlcxgEIAMoCzITLmthaXJvcy52MS5MZWFzZVJlZhIPCgd2ZXJzaW9uGAUgASgJEjUKD3BheWxvYWRfc2NoZW1hcxgGIAMoCzIcLmthaXJvcy52MS5UYXNrUGF5bG9hZFNjaGVtYSI2ChFUYXNrUGF5bG9hZFNjaGVtYRIMCgR0YXNrGAEgASgJEhMKC2pzb25fc2NoZW1hGAIgASgJIj0KCUhlYXJ0YmVhdBILCgNzZXEYASABKAQSIwoGbGVhc2VzGAIgAygLMhMua2Fpcm9zLnYxLkxlYXNlUmVmIjUKCE91dGNvbWVzEikKCG91dGNvbWVzGAEgAygLMhcua2Fpcm9zLnYxLkxlYXNlT3V0Y29tZSKiAQoMTGVhc2VPdXRjb21lEg4KBmpvYl9pZBgBIAEoCRIYChBsZWFzZV9nZW5lcmF0aW9uGAIgASgEEigKBnJlc3VsdBgDIAEoDjIYLmthaXJvcy52MS5IYW5kbGVyUmVzdWx0Eg0KBWVycm9yGAQgASgJEi8KC2ZpbmlzaGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIuCgdSZWxlYXNlEiMKBmxlYXNlcxgBIAMoCzITLmthaXJvcy52MS5MZWFzZVJlZiIKCghEcmFpbmluZyKYAgoSQ29vcmRpbmF0b3JNZXNzYWdlEiUKB3dlbGNvbWUYASABKAsyEi5rYWlyb3MudjEuV2VsY29tZUgAEi0KC2Fzc2lnbm1lbnRzGAIgASgLMhYua2Fpcm9zLnYxLkFzc2lnbm1lbnRzSAASLAoLcmVuZXdfcmVwbHkYAyABKAsyFS5rYWlyb3MudjEuUmVuZXdSZXBseUgAEi4KDG91dGNvbWVfYWNrcxgEIAEoCzIWLmthaXJvcy52MS5PdXRjb21lQWNrc0gAEiMKBnJldm9rZRgFIAEoCzIRLmthaXJvcy52MS5SZXZva2VIABIhCgVkcmFpbhgGIAEoCzIQLmthaXJvcy52MS5EcmFpbkgAQgYKBGtpbmQiUgoHV2VsY29tZRIWCg5jb29yZGluYXRvcl9pZBgBIAEoCRIQCghsZWFzZV9tcxgCIAEoDRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYAyABKA0iOQoLQXNzaWdubWVudHMSKgoLYXNzaWdubWVudHMYASADKAsyFS5rYWlyb3MudjEuQXNzaWdubWVudCKXAgoKQXNzaWdubWVudBIOCgZqb2JfaWQYASABKAkSDgoGcnVuX2lkGAIgASgJEgwKBHRhc2sYAyABKAkSDwoHYXR0ZW1wdBgFIAEoDRIUCgxtYXhfYXR0ZW1wdHMYBiABKA0SGAoQbGVhc2VfZ2VuZXJhdGlvbhgHIAEoBBIaChJsZWFzZV9yZW1haW5pbmdfbXMYCCABKA0SEgoKdGltZW91dF9tcxgJIAEoDRIxCg1zY2hlZHVsZWRfZm9yGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgphbmNob3Jfc2VxGAsgASgEEhQKDHBheWxvYWRfanNvbhgMIAEoCUoECAQQBVIHcGF5bG9hZCJDCgpSZW5ld1JlcGx5EgsKA3NlcRgBIAEoBBIoCghzdGF0dXNlcxgCIAMoCzIWLmthaXJvcy52MS5MZWFzZVN0YXR1cyKXAQoLTGVhc2VTdGF0dXMSDgoGam9iX2lkGAEgASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YAiABKAQSFgoMcmVtYWluaW5nX21zGAMgASgNSAASJAoEbG9zdBgEIAEoCzIULmthaXJvcy52MS5MZWFzZUxvc3RIABIXCg9hYm9ydF9yZXF1ZXN0ZWQYBSABKAhCBwoFc3RhdGUiNwoJTGVhc2VMb3N0EioKBnJlYXNvbhgBIAEoDjIaLmthaXJvcy52MS5MZWFzZUxvc3RSZWFzb24iMgoLT3V0Y29tZUFja3MSIwoEYWNrcxgBIAMoCzIVLmthaXJvcy52MS5PdXRjb21lQWNrImMKCk91dGNvbWVBY2sSDgoGam9iX2lkGAEgASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YAiABKAQSKwoGcmVzdWx0GAMgASgOMhsua2Fpcm9zLnYxLk91dGNvbWVBY2tSZXN1bHQiWQoGUmV2b2tlEiMKBmxlYXNlcxgBIAMoCzITLmthaXJvcy52MS5MZWFzZVJlZhIqCgZyZWFzb24YAiABKA4yGi5rYWlyb3MudjEuTGVhc2VMb3N0UmVhc29uIhkKBURyYWluEhAKCGdyYWNlX21zGAEgASgNKqQBCg1IYW5kbGVyUmVzdWx0Eh4KGkhBTkRMRVJfUkVTVUxUX1VOU1BFQ0lGSUVEEAASHAoYSEFORExFUl9SRVNVTFRfU1VDQ0VFREVEEAESGQoVSEFORExFUl9SRVNVTFRfRkFJTEVEEAISHAoYSEFORExFUl9SRVNVTFRfVElNRURfT1VUEAMSHAoYSEFORExFUl9SRVNVTFRfQ0FOQ0VMTEVEEAQqvQEKD0xlYXNlTG9zdFJlYXNvbhIhCh1MRUFTRV9MT1NUX1JFQVNPTl9VTlNQRUNJRklFRBAAEiYKIkxFQVNFX0xPU1RfUkVBU09OX1NUQUxFX0dFTkVSQVRJT04QARIdChlMRUFTRV9MT1NUX1JFQVNPTl9FWFBJUkVEEAISHwobTEVBU0VfTE9TVF9SRUFTT05fQ0FOQ0VMTEVEEAMSHwobTEVBU0VfTE9TVF9SRUFTT05fTk9UX0ZPVU5EEAQqdQoQT3V0Y29tZUFja1Jlc3VsdBIiCh5PVVRDT01FX0FDS19SRVNVTFRfVU5TUEVDSUZJRUQQABIfChtPVVRDT01FX0FDS19SRVNVTFRfUkVDT1JERUQQARIcChhPVVRDT01FX0FDS19SRVNVTFRfU1RBTEUQAjJVCgxBZ2VudFNlcnZpY2USRQoHQ29ubmVjdBIXLmthaXJvcy52MS5BZ2VudE1lc3NhZ2UaHS5rYWlyb3MudjEuQ29vcmRpbmF0b3JNZXNzYWdlKAEwAUJsCg1kZXYua2Fpcm9zLnYxQgpBZ2VudFByb3RvUAFaKGthaXJvcy5kZXYvY2xpZW50L2dlbi9rYWlyb3MvdjE7a2Fpcm9zdjGqAglLYWlyb3MuVjHKAglLYWlyb3NcVjHqAgpLYWlyb3M6OlYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * Identifies one lease: a job and the generation it was claimed at.
@@ -201,6 +201,17 @@ export type Hello = Message<"kairos.v1.Hello"> & {
    * @generated from field: string version = 5;
    */
   version: string;
+
+  /**
+   * The payload schemas its SDK handlers declared (defineTask), for tasks in
+   * `tasks`. The coordinator records them for the agent's namespace and
+   * checks new jobs' payloads against them (INVALID_ARGUMENT naming the
+   * field). A schema that is too large or not valid JSON Schema is ignored
+   * and logged; the agent still connects.
+   *
+   * @generated from field: repeated kairos.v1.TaskPayloadSchema payload_schemas = 6;
+   */
+  payloadSchemas: TaskPayloadSchema[];
 };
 
 /**
@@ -209,6 +220,35 @@ export type Hello = Message<"kairos.v1.Hello"> & {
  */
 export const HelloSchema: GenMessage<Hello> = /*@__PURE__*/
   messageDesc(file_kairos_v1_agent, 2);
+
+/**
+ * The payload schema one task's handler declared.
+ *
+ * @generated from message kairos.v1.TaskPayloadSchema
+ */
+export type TaskPayloadSchema = Message<"kairos.v1.TaskPayloadSchema"> & {
+  /**
+   * The task name (one of Hello.tasks).
+   *
+   * @generated from field: string task = 1;
+   */
+  task: string;
+
+  /**
+   * JSON Schema (draft 2020-12) of the payload object, as JSON text, at most
+   * 64 KiB.
+   *
+   * @generated from field: string json_schema = 2;
+   */
+  jsonSchema: string;
+};
+
+/**
+ * Describes the message kairos.v1.TaskPayloadSchema.
+ * Use `create(TaskPayloadSchemaSchema)` to create a new message.
+ */
+export const TaskPayloadSchemaSchema: GenMessage<TaskPayloadSchema> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_agent, 3);
 
 /**
  * Sent by the agent every heartbeat_interval_ms (see Welcome), also when it
@@ -244,7 +284,7 @@ export type Heartbeat = Message<"kairos.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_agent, 3);
+  messageDesc(file_kairos_v1_agent, 4);
 
 /**
  * Sent by the agent when handlers have finished; batches any number of them.
@@ -269,7 +309,7 @@ export type Outcomes = Message<"kairos.v1.Outcomes"> & {
  * Use `create(OutcomesSchema)` to create a new message.
  */
 export const OutcomesSchema: GenMessage<Outcomes> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_agent, 4);
+  messageDesc(file_kairos_v1_agent, 5);
 
 /**
  * How one leased run ended, as reported by the agent.
@@ -322,7 +362,7 @@ export type LeaseOutcome = Message<"kairos.v1.LeaseOutcome"> & {
  * Use `create(LeaseOutcomeSchema)` to create a new message.
  */
 export const LeaseOutcomeSchema: GenMessage<LeaseOutcome> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_agent, 5);
+  messageDesc(file_kairos_v1_agent, 6);
 
 /**
  * Sent by the agent to give back leases whose handler has NOT started, e.g.
@@ -347,7 +387,7 @@ export type Release = Message<"kairos.v1.Release"> & {
  * Use `create(ReleaseSchema)` to create a new message.
  */
 export const ReleaseSchema: GenMessage<Release> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_agent, 6);
+  messageDesc(file_kairos_v1_agent, 7);
 
 /**
  * Sent by the agent when it stops taking new work (on SIGTERM). The
@@ -365,7 +405,7 @@ export type Draining = Message<"kairos.v1.Draining"> & {
  * Use `create(DrainingSchema)` to create a new message.
  */
 export const DrainingSchema: GenMessage<Draining> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_agent, 7);
+  messageDesc(file_kairos_v1_agent, 8);
 
 /**
  * Every message a coordinator sends on the Connect stream.
@@ -432,7 +472,7 @@ export type CoordinatorMessage = Message<"kairos.v1.CoordinatorMessage"> & {
  * Use `create(CoordinatorMessageSchema)` to create a new message.
  */
 export const CoordinatorMessageSchema: GenMessage<CoordinatorMessage> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_agent, 8);
+  messageDesc(file_kairos_v1_agent, 9);
 
 /**
  * Sent by the coordinator once, in answer to Hello, before anything else.
@@ -470,7 +510,7 @@ export type Welcome = Message<"kairos.v1.Welcome"> & {
  * Use `create(WelcomeSchema)` to create a new message.
  */
 export const WelcomeSchema: GenMessage<Welcome> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_agent, 9);
+  messageDesc(file_kairos_v1_agent, 10);
 
 /**
  * Sent by the coordinator whenever it has claimed jobs for this agent. It
@@ -494,7 +534,7 @@ export type Assignments = Message<"kairos.v1.Assignments"> & {
  * Use `create(AssignmentsSchema)` to create a new message.
  */
 export const AssignmentsSchema: GenMessage<Assignments> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_agent, 10);
+  messageDesc(file_kairos_v1_agent, 11);
 
 /**
  * One job to run under a fresh lease.
@@ -595,7 +635,7 @@ export type Assignment = Message<"kairos.v1.Assignment"> & {
  * Use `create(AssignmentSchema)` to create a new message.
  */
 export const AssignmentSchema: GenMessage<Assignment> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_agent, 11);
+  messageDesc(file_kairos_v1_agent, 12);
 
 /**
  * Sent by the coordinator in answer to each Heartbeat (and, with seq 0, to
@@ -626,7 +666,7 @@ export type RenewReply = Message<"kairos.v1.RenewReply"> & {
  * Use `create(RenewReplySchema)` to create a new message.
  */
 export const RenewReplySchema: GenMessage<RenewReply> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_agent, 12);
+  messageDesc(file_kairos_v1_agent, 13);
 
 /**
  * Whether one lease is still held after a renewal attempt.
@@ -696,7 +736,7 @@ export type LeaseStatus = Message<"kairos.v1.LeaseStatus"> & {
  * Use `create(LeaseStatusSchema)` to create a new message.
  */
 export const LeaseStatusSchema: GenMessage<LeaseStatus> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_agent, 13);
+  messageDesc(file_kairos_v1_agent, 14);
 
 /**
  * A lease the agent no longer holds.
@@ -717,7 +757,7 @@ export type LeaseLost = Message<"kairos.v1.LeaseLost"> & {
  * Use `create(LeaseLostSchema)` to create a new message.
  */
 export const LeaseLostSchema: GenMessage<LeaseLost> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_agent, 14);
+  messageDesc(file_kairos_v1_agent, 15);
 
 /**
  * Sent by the coordinator in answer to Outcomes: one ack per outcome, in no
@@ -741,7 +781,7 @@ export type OutcomeAcks = Message<"kairos.v1.OutcomeAcks"> & {
  * Use `create(OutcomeAcksSchema)` to create a new message.
  */
 export const OutcomeAcksSchema: GenMessage<OutcomeAcks> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_agent, 15);
+  messageDesc(file_kairos_v1_agent, 16);
 
 /**
  * The coordinator's verdict on one reported outcome.
@@ -776,7 +816,7 @@ export type OutcomeAck = Message<"kairos.v1.OutcomeAck"> & {
  * Use `create(OutcomeAckSchema)` to create a new message.
  */
 export const OutcomeAckSchema: GenMessage<OutcomeAck> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_agent, 16);
+  messageDesc(file_kairos_v1_agent, 17);
 
 /**
  * Sent by the coordinator to take leases away from the agent at once,
@@ -815,7 +855,7 @@ export type Revoke = Message<"kairos.v1.Revoke"> & {
  * Use `create(RevokeSchema)` to create a new message.
  */
 export const RevokeSchema: GenMessage<Revoke> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_agent, 17);
+  messageDesc(file_kairos_v1_agent, 18);
 
 /**
  * Sent by the coordinator when it is shutting down (or otherwise wants this
@@ -844,7 +884,7 @@ export type Drain = Message<"kairos.v1.Drain"> & {
  * Use `create(DrainSchema)` to create a new message.
  */
 export const DrainSchema: GenMessage<Drain> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_agent, 18);
+  messageDesc(file_kairos_v1_agent, 19);
 
 /**
  * How a handler ended on the agent. (An agent that lost its lease aborts the
