@@ -9,11 +9,15 @@ package kairos_test
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"os"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
 
 	kairos "kairos.dev/client"
 )
@@ -250,4 +254,42 @@ func TestAnotherNamespaceCannotSeeTheJob(t *testing.T) {
 		t.Fatalf("want DUE, got %s", state)
 	}
 	_ = c.CancelJob(ctx, job.JobID)
+}
+
+func TestMutualTLS(t *testing.T) {
+	roots := x509.NewCertPool()
+	ca, err := os.ReadFile(env(t, "KAIROS_TLS_CA"))
+	if err != nil || !roots.AppendCertsFromPEM(ca) {
+		t.Fatalf("reading the CA: %v", err)
+	}
+	pair, err := tls.LoadX509KeyPair(env(t, "KAIROS_TLS_CLIENT_CERT"), env(t, "KAIROS_TLS_CLIENT_KEY"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secure, err := kairos.Dial(kairos.Options{
+		Address: env(t, "KAIROS_TLS_COORDINATOR"),
+		Token:   env(t, "KAIROS_TOKEN"),
+		TLS:     &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{pair}},
+		Timeout: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer secure.Close()
+	job := must(secure.CreateJob(ctx, kairos.NewJob{Task: "sleep", RunAt: at(time.Now().Add(time.Hour)), Payload: map[string]any{"seconds": 0}}))(t).Job
+	if state := must(secure.GetJob(ctx, job.JobID))(t).State; state != "DUE" {
+		t.Fatalf("want DUE, got %s", state)
+	}
+	// Without a client certificate the handshake fails: no call reaches the coordinator.
+	anonymous, err := kairos.Dial(kairos.Options{Address: env(t, "KAIROS_TLS_COORDINATOR"), Token: env(t, "KAIROS_TOKEN"), TLS: &tls.Config{RootCAs: roots}, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anonymous.Close()
+	if _, err := anonymous.GetJob(ctx, job.JobID); kairosError(t, err).Code != codes.Unavailable {
+		t.Fatalf("want Unavailable without a client certificate, got %v", err)
+	}
+	if err := secure.CancelJob(ctx, job.JobID); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -3,7 +3,10 @@ repository's jest suite, clients/clients.pg.test.ts), given by:
 
 - KAIROS_COORDINATOR: its gRPC address;
 - KAIROS_TOKEN: a writer token of the namespace the agent (tasks: sleep) serves;
-- KAIROS_OTHER_TOKEN: a writer token of another namespace.
+- KAIROS_OTHER_TOKEN: a writer token of another namespace;
+- KAIROS_TLS_COORDINATOR, KAIROS_TLS_CA, KAIROS_TLS_CLIENT_CERT,
+  KAIROS_TLS_CLIENT_KEY: a coordinator on the same store that requires TLS
+  with client certificates, and the PEM files to reach it.
 """
 
 import os

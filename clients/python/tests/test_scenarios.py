@@ -5,8 +5,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from conftest import eventually
-from kairos_client import AlreadyExists, InvalidArgument, JobClaimed, NotFound, Unauthenticated
+import os
+from pathlib import Path
+
+from conftest import eventually, _env
+from kairos_client import AlreadyExists, Client, InvalidArgument, JobClaimed, NotFound, Unauthenticated, Unavailable
 
 
 def now() -> datetime:
@@ -122,3 +125,17 @@ def test_another_namespace_cannot_see_the_job(kairos, other_namespace):
         other_namespace.cancel_job(job.job_id)
     assert kairos.get_job(job.job_id).state == "DUE"
     kairos.cancel_job(job.job_id)
+
+
+def test_mutual_tls():
+    read = lambda name: Path(_env(name)).read_bytes()
+    address, token = _env("KAIROS_TLS_COORDINATOR"), _env("KAIROS_TOKEN")
+    with Client(address, token=token, root_certificates=read("KAIROS_TLS_CA"),
+                client_certificate=read("KAIROS_TLS_CLIENT_CERT"), client_key=read("KAIROS_TLS_CLIENT_KEY"), timeout=5) as secure:
+        job = secure.create_job("sleep", run_at=now() + timedelta(hours=1), payload={"seconds": 0}).job
+        assert secure.get_job(job.job_id).state == "DUE"
+        secure.cancel_job(job.job_id)
+    # Without a client certificate the handshake fails: no call reaches the coordinator.
+    with Client(address, token=token, root_certificates=read("KAIROS_TLS_CA"), timeout=5) as anonymous_tls:
+        with pytest.raises(Unavailable):
+            anonymous_tls.get_job(job.job_id)

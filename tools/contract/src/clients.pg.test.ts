@@ -4,7 +4,10 @@
  * and `go test`, in their own processes, with the coordinator's address and
  * tokens in their environment. Their generated stubs must match proto/.
  */
-import { createTestDatabase, startAgentProcess, startCoordinatorProcess, stopAll, type TestDatabase } from '@kairos/testing';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createTestDatabase, makeTestPki, startAgentProcess, startCoordinatorProcess, stopAll, type TestDatabase } from '@kairos/testing';
 import { clientEnv, expectPassed, ROOT, runToEnd, type ClientEnv } from './client-env';
 
 const NAMESPACE = 'clients';
@@ -13,6 +16,7 @@ describe('Python and Go clients against a live coordinator', () => {
   let db: TestDatabase;
   let env: ClientEnv;
   let scenarioEnv: Record<string, string>;
+  let pkiDir: string;
 
   beforeAll(async () => {
     env = await clientEnv();
@@ -26,7 +30,20 @@ describe('Python and Go clients against a live coordinator', () => {
       tasks: 'sleep',
       env: { KAIROS_TOKEN: await token(NAMESPACE, 'agent') },
     });
+    // A second coordinator on the same store, with TLS and client certificates required (mTLS).
+    pkiDir = mkdtempSync(path.join(os.tmpdir(), 'kairos-clients-tls-'));
+    const pki = makeTestPki(pkiDir);
+    const tls = await startCoordinatorProcess({
+      databaseUrl: db.url,
+      auth: true,
+      name: 'tls-coordinator',
+      env: { KAIROS_TLS_CERT: pki.serverCert, KAIROS_TLS_KEY: pki.serverKey, KAIROS_TLS_CLIENT_CA: pki.caCert },
+    });
     scenarioEnv = {
+      KAIROS_TLS_COORDINATOR: tls.grpcAddress,
+      KAIROS_TLS_CA: pki.caCert,
+      KAIROS_TLS_CLIENT_CERT: pki.clientCert,
+      KAIROS_TLS_CLIENT_KEY: pki.clientKey,
       KAIROS_COORDINATOR: coordinator.grpcAddress,
       KAIROS_TOKEN: await token(NAMESPACE, 'writer'),
       KAIROS_OTHER_TOKEN: await token('elsewhere', 'writer'),
@@ -36,6 +53,7 @@ describe('Python and Go clients against a live coordinator', () => {
   afterAll(async () => {
     await stopAll();
     await db?.drop();
+    if (pkiDir) rmSync(pkiDir, { recursive: true, force: true });
   });
 
   test('the generated Python and Go stubs match proto/', async () => {
@@ -48,12 +66,12 @@ describe('Python and Go clients against a live coordinator', () => {
       env: { ...scenarioEnv, PYTHONDONTWRITEBYTECODE: '1' },
     });
     expectPassed('pytest', finished);
-    expect(finished.output).toMatch(/\b10 passed\b/);
+    expect(finished.output).toMatch(/\b11 passed\b/);
   }, 5 * 60_000);
 
   test('Go: go test runs the scenario list', async () => {
     const finished = await runToEnd('go', ['test', '-count=1', '-v', './...'], { cwd: `${ROOT}/clients/go`, env: scenarioEnv });
     expectPassed('go test', finished);
-    expect(finished.output.match(/^--- PASS/gm)?.length).toBe(10);
+    expect(finished.output.match(/^--- PASS/gm)?.length).toBe(11);
   }, 10 * 60_000);
 });
