@@ -6,6 +6,16 @@ CREATE TYPE kairos_overlap_policy AS ENUM ('skip', 'buffer-one', 'buffer-all', '
 CREATE TYPE kairos_run_outcome AS ENUM ('RUNNING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'LEASE_EXPIRED', 'CANCELLED', 'SKIPPED');
 CREATE TYPE kairos_token_role AS ENUM ('reader', 'writer', 'admin', 'agent');
 
+CREATE TABLE agent_presence (
+  namespace text NOT NULL,
+  agent_id text NOT NULL,
+  coordinator_id text NOT NULL,
+  view jsonb NOT NULL,
+  seen_at timestamp with time zone DEFAULT now() NOT NULL,
+  fresh_until timestamp with time zone NOT NULL,
+  CONSTRAINT agent_presence_pkey PRIMARY KEY (namespace, agent_id)
+);
+
 CREATE TABLE jobs (
   id uuid DEFAULT gen_random_uuid() NOT NULL,
   namespace text DEFAULT 'default'::text NOT NULL,

@@ -39,6 +39,7 @@ const schema = z
     KAIROS_RUN_RETENTION_MS: z.coerce.number().int().min(0).default(30 * 86_400_000),
     KAIROS_JOB_RETENTION_MS: z.coerce.number().int().min(0).default(30 * 86_400_000),
     KAIROS_RETENTION_INTERVAL_MS: positiveMs.min(100).default(10_000),
+    KAIROS_PRESENCE_INTERVAL_MS: positiveMs.min(100).default(5_000),
     KAIROS_TASK_SCHEMA_TTL_MS: z.coerce.number().int().min(0).default(7 * 86_400_000),
     KAIROS_TLS_CERT: z.string().min(1).optional(),
     KAIROS_TLS_KEY: z.string().min(1).optional(),
@@ -112,6 +113,8 @@ export interface CoordinatorOptions {
   jobRetentionMs: number | null;
   /** How often the retention loop runs a pass. */
   retentionIntervalMs: number;
+  /** How often this coordinator publishes its agents for the cluster-wide view (and at once when one comes or goes). */
+  presenceIntervalMs: number;
   /** SDK payload schemas no agent advertised for this long are forgotten (0: kept forever). */
   taskSchemaTtlMs: number | null;
   /** First quarantine of an agent that takes leases and never renews them; doubles each time. */
@@ -187,6 +190,7 @@ export function coordinatorOptionsFromEnv(
     runRetentionMs: e.KAIROS_RUN_RETENTION_MS === 0 ? null : e.KAIROS_RUN_RETENTION_MS,
     jobRetentionMs: e.KAIROS_JOB_RETENTION_MS === 0 ? null : e.KAIROS_JOB_RETENTION_MS,
     retentionIntervalMs: e.KAIROS_RETENTION_INTERVAL_MS,
+    presenceIntervalMs: e.KAIROS_PRESENCE_INTERVAL_MS,
     taskSchemaTtlMs: e.KAIROS_TASK_SCHEMA_TTL_MS === 0 ? null : e.KAIROS_TASK_SCHEMA_TTL_MS,
     agentQuarantineMaxMs: Math.max(e.KAIROS_AGENT_QUARANTINE_MAX_MS, e.KAIROS_AGENT_QUARANTINE_MS),
     ...tlsFiles(e),

@@ -29,6 +29,7 @@ import { createRestServer } from './api/rest';
 import { tokenCommands } from './api/token-commands';
 import type { CoordinatorOptions, ServerLimits, TlsFiles } from './config';
 import { createDispatcher } from './dispatch/dispatcher';
+import { createPresence, type Presence } from './dispatch/presence';
 import { createReaper } from './maintenance/reaper';
 import { createRetention } from './maintenance/retention';
 import { createMetrics } from './metrics';
@@ -90,16 +91,40 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
   const applied = await migrateWithRetry(store.migrate, log);
   if (applied.length > 0) log.info({ applied }, 'migrations applied');
 
-  const metrics = createMetrics(() => store.jobs.countDueWithin(60_000));
-  const dispatcher = createDispatcher({ store, options, logger: log.child({ component: 'dispatcher' }), metrics });
+  const metrics = createMetrics({
+    countDueNextMinute: () => store.jobs.countDueWithin(60_000),
+    overdue: (graceMs) => store.jobs.overdue(graceMs),
+    agents: () => agentsView.agents(),
+  });
+  // Presence publishes when agents come and go; it is made right after the dispatcher it reads.
+  let presence: Presence | undefined;
+  const dispatcher = createDispatcher({
+    store,
+    options,
+    logger: log.child({ component: 'dispatcher' }),
+    metrics,
+    onSessionsChanged: () => presence?.poke(),
+  });
+  presence = createPresence({
+    store,
+    dispatcher,
+    coordinatorId: options.coordinatorId,
+    intervalMs: options.presenceIntervalMs,
+    logger: log.child({ component: 'presence' }),
+  });
+  const agentsView = presence;
   const reaper = createReaper({
     store,
     intervalMs: options.reaperIntervalMs,
     misfireThresholdMs: options.misfireThresholdMs,
     logger: log.child({ component: 'reaper' }),
     onSkipped: () => dispatcher.wake(),
+    onSkippedOccurrences: (count) => metrics.occurrencesSkipped.inc(count),
     onExpired: (expired) => {
       metrics.leasesExpired.inc(expired.length);
+      metrics.runsFinished.inc({ outcome: 'LEASE_EXPIRED' }, expired.length);
+      const dead = expired.filter((lease) => lease.state === 'DEAD').length;
+      if (dead > 0) metrics.jobsDead.inc(dead);
       dispatcher.forgetExpired(expired);
     },
   });
@@ -130,7 +155,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
   addGrpcService(
     grpcServer,
     JobService,
-    jobServiceImplementation({ commands, dispatcher, auth, logger: log.child({ component: 'grpc' }) }),
+    jobServiceImplementation({ commands, agents: (namespace) => agentsView.agents(namespace), auth, logger: log.child({ component: 'grpc' }) }),
   );
   addGrpcService(grpcServer, TokenService, tokenServiceImplementation({ tokens, auth, logger: log.child({ component: 'grpc' }) }));
   addGrpcService(grpcServer, AgentService, {
@@ -169,7 +194,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     commands,
     tokens,
     auth,
-    dispatcher,
+    agents: (namespace) => agentsView.agents(namespace),
     metrics,
     logger: log,
     ready: () => store.ping(),
@@ -190,6 +215,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     { onReconnected: () => log.child({ component: 'listen' }).info('listening for due jobs and aborts again') },
   );
   dispatcher.start();
+  agentsView.start();
   reaper.start();
   const retention = createRetention({
     store,
@@ -222,6 +248,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
       await dispatcher.stop();
       drainSessions(dispatcher.sessions(), options.shutdownGraceMs);
       await waitUntil(() => dispatcher.sessions().length === 0, options.shutdownGraceMs);
+      await agentsView.stop();
       await reaper.stop();
       await retention.stop();
       await listener.stop();

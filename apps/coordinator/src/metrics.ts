@@ -5,6 +5,18 @@
  * where CPU only rises once the backlog exists.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { AgentView } from './api/views';
+
+/** How late DUE jobs of a task must be to count as overdue in kairos_task_overdue_jobs. */
+export const OVERDUE_GRACE_MS = 30_000;
+
+/** What the cluster-wide gauges read at scrape time (each at most once a second). */
+export interface MetricSources {
+  countDueNextMinute: () => Promise<number>;
+  overdue: (graceMs: number) => Promise<{ oldestMs: number | null; tasks: Array<{ namespace: string; task: string; jobs: number }> }>;
+  /** Every agent of the cluster (presence). */
+  agents: () => Promise<AgentView[]>;
+}
 
 export interface Metrics {
   registry: Registry;
@@ -25,20 +37,82 @@ export interface Metrics {
   payloadSchemasRefused: Counter;
   abortRevokes: Counter;
   retentionDeleted: Counter<'table'>;
+  runsFinished: Counter<'outcome'>;
+  jobsDead: Counter;
+  occurrencesSkipped: Counter;
 }
 
-export function createMetrics(countDueNextMinute: () => Promise<number>): Metrics {
+/** A read shared by every scrape within a second. */
+function cachedFor<T>(ms: number, read: () => Promise<T>): () => Promise<T> {
+  let cached: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    if (!cached || Date.now() - cached.at > ms) {
+      const value = read();
+      cached = { at: Date.now(), value };
+      value.catch(() => {
+        if (cached?.value === value) cached = undefined;
+      });
+    }
+    return cached.value;
+  };
+}
+
+export function createMetrics(sources: MetricSources): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'kairos_process_' });
-  let cached: { at: number; value: number } | undefined;
+  // Several scrapers (or a scraper and a dashboard) within a second share one read.
+  const dueNextMinute = cachedFor(1_000, sources.countDueNextMinute);
+  const overdue = cachedFor(1_000, () => sources.overdue(OVERDUE_GRACE_MS));
+  const agents = cachedFor(1_000, sources.agents);
   new Gauge({
     name: 'kairos_jobs_due_next_minute',
     help: 'DUE jobs whose next_run_at is within the next 60 s (by the database clock); scale agents on this',
     registers: [registry],
     async collect() {
-      // Several scrapers (or a scraper and a dashboard) within a second share one count.
-      if (!cached || Date.now() - cached.at > 1_000) cached = { at: Date.now(), value: await countDueNextMinute() };
-      this.set(cached.value);
+      this.set(await dueNextMinute());
+    },
+  });
+  // The gauges below read the whole cluster: every coordinator reports the same value (alert on max()).
+  new Gauge({
+    name: 'kairos_oldest_overdue_job_seconds',
+    help: 'How late the most overdue DUE job is (database clock); 0 when none is late. Cluster-wide',
+    registers: [registry],
+    async collect() {
+      this.set(((await overdue()).oldestMs ?? 0) / 1000);
+    },
+  });
+  new Gauge({
+    name: 'kairos_task_overdue_jobs',
+    help: `DUE jobs more than ${OVERDUE_GRACE_MS / 1000} s late, per namespace and task (the 100 most overdue tasks). Cluster-wide`,
+    labelNames: ['namespace', 'task'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const { namespace, task, jobs } of (await overdue()).tasks) this.set({ namespace, task }, jobs);
+    },
+  });
+  new Gauge({
+    name: 'kairos_task_agents',
+    help: 'Agents per namespace, task and state (ready, draining, quarantined), cluster-wide; a task with overdue jobs and no agent shows ready 0',
+    labelNames: ['namespace', 'task', 'state'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const counts = new Map<string, { namespace: string; task: string; ready: number; draining: number; quarantined: number }>();
+      const entry = (namespace: string, task: string) => {
+        const key = `${namespace}\u0000${task}`;
+        let found = counts.get(key);
+        if (!found) counts.set(key, (found = { namespace, task, ready: 0, draining: 0, quarantined: 0 }));
+        return found;
+      };
+      for (const { namespace, task } of (await overdue()).tasks) entry(namespace, task);
+      for (const agent of await agents()) {
+        const state = agent.draining ? 'draining' : agent.quarantinedUntil !== null ? 'quarantined' : 'ready';
+        for (const task of agent.tasks) entry(agent.namespace, task)[state] += 1;
+      }
+      for (const { namespace, task, ...states } of counts.values()) {
+        for (const [state, value] of Object.entries(states)) this.set({ namespace, task, state }, value);
+      }
     },
   });
   const metrics: Metrics = {
@@ -103,6 +177,22 @@ export function createMetrics(countDueNextMinute: () => Promise<number>): Metric
     abortRevokes: new Counter({
       name: 'kairos_abort_revokes_total',
       help: 'Revokes (reason cancelled) this coordinator sent to the agents holding aborted runs',
+      registers: [registry],
+    }),
+    runsFinished: new Counter({
+      name: 'kairos_runs_finished_total',
+      help: 'Runs that ended, by outcome (SUCCEEDED, FAILED, TIMED_OUT, CANCELLED, LEASE_EXPIRED), recorded by this coordinator',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    jobsDead: new Counter({
+      name: 'kairos_jobs_dead_total',
+      help: 'Jobs that went DEAD (attempts exhausted; a human should look), recorded by this coordinator',
+      registers: [registry],
+    }),
+    occurrencesSkipped: new Counter({
+      name: 'kairos_occurrences_skipped_total',
+      help: 'Occurrences recorded SKIPPED (missed, by the misfire or overlap policy), recorded by this coordinator',
       registers: [registry],
     }),
     retentionDeleted: new Counter({

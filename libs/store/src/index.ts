@@ -31,4 +31,5 @@ export type { JobSweepBatch, RetentionBatch } from './retention';
 export { startEmbeddedPostgres, freePort, type EmbeddedPostgres, type EmbeddedPostgresOptions } from './embedded';
 export { StoreUnavailableError, StoreInvariantError, isConnectionError } from './pg-errors';
 export { TOKEN_ROLES, TOKEN_PREFIX, hashSecret, type TokenRole, type TokenRecord, type NewToken, type RevokeResult, type LiveToken, type TokenQueries } from './tokens';
+export type { PresenceQueries, PresenceRow, PresentAgent } from './presence';
 export { schemaHash, type AdvertisedSchema, type TaskSchemaQueries, type TaskSchemaRecord } from './task-schemas';

@@ -113,6 +113,12 @@ export interface JobQueries {
    * dispatcher's timer never compares its clock with the database's.
    */
   msUntilNextDue(tasks: readonly string[]): Promise<number | null>;
+  /**
+   * Overdue work, for alerting: how late the oldest DUE job is (ms, database
+   * clock; null when none is late), and the namespaces and tasks with DUE jobs
+   * later than `graceMs` (at most 100, the most overdue first).
+   */
+  overdue(graceMs: number): Promise<{ oldestMs: number | null; tasks: Array<{ namespace: string; task: string; jobs: number }> }>;
 }
 
 export function jobQueries(db: NodePgDatabase): JobQueries {
@@ -124,6 +130,7 @@ export function jobQueries(db: NodePgDatabase): JobQueries {
     list: (namespace, filter) => storeCall('jobs.list', () => queries.list(namespace, filter)),
     countDueWithin: (horizonMs) => storeCall('jobs.countDueWithin', () => queries.countDueWithin(horizonMs)),
     msUntilNextDue: (tasks) => storeCall('jobs.msUntilNextDue', () => queries.msUntilNextDue(tasks)),
+    overdue: (graceMs) => storeCall('jobs.overdue', () => queries.overdue(graceMs)),
   };
 }
 
@@ -176,6 +183,22 @@ function unwrappedJobQueries(db: NodePgDatabase): JobQueries {
       );
       const ms = result.rows[0]?.ms;
       return ms === null || ms === undefined ? null : Number(ms);
+    },
+    async overdue(graceMs) {
+      // Both read the partial index on DUE jobs by next_run_at, and only its late end.
+      const oldest = await db.execute<{ ms: string | number | null }>(
+        sql`SELECT floor(extract(epoch FROM (now() - min(next_run_at))) * 1000) AS ms FROM jobs WHERE state = 'DUE' AND next_run_at < now()`,
+      );
+      const tasks = await db.execute<{ namespace: string; task: string; jobs: string | number }>(
+        sql`SELECT namespace, task, count(*) AS jobs FROM jobs
+            WHERE state = 'DUE' AND next_run_at < now() - make_interval(secs => ${graceMs}::double precision / 1000)
+            GROUP BY namespace, task ORDER BY min(next_run_at) LIMIT 100`,
+      );
+      const ms = oldest.rows[0]?.ms;
+      return {
+        oldestMs: ms === null || ms === undefined ? null : Math.max(0, Number(ms)),
+        tasks: tasks.rows.map((row) => ({ namespace: row.namespace, task: row.task, jobs: Number(row.jobs) })),
+      };
     },
   };
 }

@@ -435,7 +435,7 @@ describe('lease statements', () => {
       const claimed = await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w', tasks: ['noop'], limit: 10, leaseMs: LEASE_MS, misfireThresholdMs: 60_000, now });
       expect(claimed.map((c) => c.jobId).sort()).toEqual([lateFireOnce, slightlyLate].sort());
 
-      expect(await store.lease.skipMisfired({ thresholdMs: 60_000, now })).toEqual({ skipped: 1 });
+      expect(await store.lease.skipMisfired({ thresholdMs: 60_000, now })).toEqual({ skipped: 1, occurrences: 4 });
       expect(await job(late)).toMatchObject({ state: 'DUE', attempt: 0, next_run_at: new Date('2030-01-01T09:04:00.000Z') });
       const skipped = (await runsOf(late)).map((r) => [r.outcome, r.scheduled_for.toISOString()]);
       expect(skipped).toEqual([
@@ -444,7 +444,7 @@ describe('lease statements', () => {
         ['SKIPPED', '2030-01-01T09:02:00.000Z'],
         ['SKIPPED', '2030-01-01T09:03:00.000Z'],
       ]);
-      expect(await store.lease.skipMisfired({ thresholdMs: 60_000, now })).toEqual({ skipped: 0 });
+      expect(await store.lease.skipMisfired({ thresholdMs: 60_000, now })).toEqual({ skipped: 0, occurrences: 0 });
     });
   });
 

@@ -73,7 +73,7 @@ describe('where the policies meet', () => {
   it('an edit of the schedule in the middle of a planned stretch ends the stretch: nothing is replayed', async () => {
     const id = await create('0 * * * *', { misfirePolicy: 'catch-up' }, at(T0, 1));
     // Down for four hours: the reaper pass plans 01:00..04:00, then the first runs.
-    expect(await store.lease.skipMisfired({ now: at(T0, 4 * HOUR + 30 * MINUTE) })).toEqual({ skipped: 0 });
+    expect(await store.lease.skipMisfired({ now: at(T0, 4 * HOUR + 30 * MINUTE) })).toEqual({ skipped: 0, occurrences: 0 });
     const first = await claim(at(T0, 4 * HOUR + 30 * MINUTE));
     expect(first!.scheduledForMs).toBe(at(T0, HOUR).getTime());
     await succeed(id, first!.leaseGeneration, at(T0, 4 * HOUR + 31 * MINUTE));
@@ -104,7 +104,7 @@ describe('where the policies meet', () => {
     const id = await create('0 * * * *', { misfirePolicy: 'catch-up', catchupWindowMs: HOUR }, at(T0, 1));
     const back = at(T0, 72 * HOUR + 30 * MINUTE);
     expect(await claim(back)).toBeUndefined();
-    expect(await store.lease.skipMisfired({ now: back })).toEqual({ skipped: 1 });
+    expect(await store.lease.skipMisfired({ now: back })).toEqual({ skipped: 1, occurrences: 71 });
     expect(await job(id)).toMatchObject({ occurrence_at: at(T0, 72 * HOUR), next_reason: 'misfire:catch-up' });
     expect((await claim(back))!.scheduledForMs).toBe(at(T0, 72 * HOUR).getTime());
   });

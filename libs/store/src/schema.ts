@@ -116,3 +116,18 @@ export const taskSchemas = pgTable(
   },
   (table) => [primaryKey({ columns: [table.namespace, table.task, table.schemaHash] })],
 );
+
+/** Which agents are connected to which coordinator (migration 0011, presence.ts; UNLOGGED). */
+export const agentPresence = pgTable(
+  'agent_presence',
+  {
+    namespace: text('namespace').notNull(),
+    agentId: text('agent_id').notNull(),
+    coordinatorId: text('coordinator_id').notNull(),
+    view: jsonb('view').notNull(),
+    seenAt: tstz('seen_at').notNull().defaultNow(),
+    freshUntil: tstz('fresh_until').notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.namespace, table.agentId] })],
+);
+

@@ -12,6 +12,7 @@ import { storeCall } from './pg-errors';
 import { deleteFinishedJobs, deleteOldRuns, type JobSweepBatch, type RetentionBatch } from './retention';
 import { runQueries, type RunQueries } from './runs';
 import type { RetryPolicy } from './settle';
+import { presenceQueries, type PresenceQueries } from './presence';
 import { taskSchemaQueries, type TaskSchemaQueries } from './task-schemas';
 import { tokenQueries, type TokenQueries } from './tokens';
 
@@ -22,6 +23,8 @@ export interface Store {
   readonly tokens: TokenQueries;
   /** Payload schemas agents advertised for SDK tasks (task-schemas.ts). */
   readonly taskSchemas: TaskSchemaQueries;
+  /** Which agents are connected to which coordinator (presence.ts). */
+  readonly presence: PresenceQueries;
   /** Retention batches (retention.ts). */
   readonly retention: {
     deleteOldRuns(options: { olderThanMs: number; scan?: number; now?: Date }): Promise<RetentionBatch>;
@@ -52,6 +55,7 @@ export function createStore(pool: Pool, options: StoreOptions = {}): Store {
     lease: leaseStatements(pool, options.retry),
     tokens: tokenQueries(db),
     taskSchemas: taskSchemaQueries(db),
+    presence: presenceQueries(pool),
     retention: {
       deleteOldRuns: (options) => storeCall('retention.deleteOldRuns', () => deleteOldRuns(pool, options)),
       deleteFinishedJobs: (options) => storeCall('retention.deleteFinishedJobs', () => deleteFinishedJobs(pool, options)),

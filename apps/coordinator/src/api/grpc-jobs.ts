@@ -18,7 +18,7 @@ import {
   type RetryPolicy,
   type ServiceMethods,
 } from '@kairos/proto';
-import type { Dispatcher } from '../dispatch/dispatcher';
+import type { AgentView } from './views';
 import type { Authenticator } from './auth';
 import { unaryHandlers } from './grpc-unary';
 import type { JobCommands, JobView, OccurrenceView, RunView } from './job-commands';
@@ -28,7 +28,8 @@ type Impl = GrpcServiceImplementation<ServiceMethods<typeof JobService>>;
 
 export function jobServiceImplementation(deps: {
   commands: JobCommands;
-  dispatcher: Dispatcher;
+  /** The agents of a namespace, cluster-wide (dispatch/presence.ts). */
+  agents: (namespace: string) => Promise<AgentView[]>;
   auth: Authenticator;
   logger: Logger;
 }): Impl {
@@ -145,7 +146,7 @@ export function jobServiceImplementation(deps: {
       };
     }),
     listAgents: unary('read', async (_req, namespace) => ({
-      agents: deps.dispatcher.agents(namespace).map((agent) => ({
+      agents: (await deps.agents(namespace)).map((agent) => ({
         agentId: agent.agentId,
         tasks: agent.tasks,
         capacity: agent.capacity,

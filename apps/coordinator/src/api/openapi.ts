@@ -230,7 +230,7 @@ function paths(): JsonSchema {
     },
     '/agents': {
       get: {
-        summary: "The agents of the caller's namespace connected to this coordinator",
+        summary: "The agents of the caller's namespace connected to any coordinator of the cluster",
         operationId: 'listAgents',
         tags: ['agents'],
         responses: {

@@ -15,7 +15,7 @@ import Fastify, {
   type FastifyServerFactoryHandler,
 } from 'fastify';
 import type { Logger } from 'pino';
-import type { Dispatcher } from '../dispatch/dispatcher';
+import type { AgentView } from './views';
 import type { Metrics } from '../metrics';
 import { authorize, type Authenticator, type Permission, type Principal } from './auth';
 import { ApiError, ERROR_TABLE, errorBody, toApiError } from './errors';
@@ -38,7 +38,8 @@ export function createRestServer(deps: {
   commands: JobCommands;
   tokens: TokenCommands;
   auth: Authenticator;
-  dispatcher: Dispatcher;
+  /** The agents of a namespace, cluster-wide (dispatch/presence.ts). */
+  agents: (namespace: string) => Promise<AgentView[]>;
   metrics: Metrics;
   logger: Logger;
   ready: () => Promise<boolean>;
@@ -154,7 +155,7 @@ export function createRestServer(deps: {
       commands[verb](namespaceFor(request, 'write'), request.params.id),
     );
   }
-  app.get('/agents', async (request) => deps.dispatcher.agents(namespaceFor(request, 'read')));
+  app.get('/agents', async (request) => deps.agents(namespaceFor(request, 'read')));
   app.post('/tokens', async (request, reply) => {
     const created = await deps.tokens.create(namespaceFor(request, 'admin'), request.body);
     return reply.code(201).send({ id: created.token.id, secret: created.secret, token: created.token });

@@ -90,6 +90,8 @@ export function createDispatcher(deps: {
   options: CoordinatorOptions;
   logger: Logger;
   metrics: Metrics;
+  /** Called when an agent connects or leaves (presence publishes at once). */
+  onSessionsChanged?: () => void;
 }): Dispatcher {
   const { store, options, logger, metrics } = deps;
   const sessions = new Set<AgentSession>();
@@ -253,11 +255,13 @@ export function createDispatcher(deps: {
     addSession(session) {
       sessions.add(session);
       metrics.connectedAgents.set(sessions.size);
+      deps.onSessionsChanged?.();
       wake();
     },
     removeSession(session) {
-      sessions.delete(session);
+      if (!sessions.delete(session)) return;
       metrics.connectedAgents.set(sessions.size);
+      deps.onSessionsChanged?.();
     },
     async renew(session, leases, listing) {
       const agent = agentOf(session);
@@ -312,6 +316,11 @@ export function createDispatcher(deps: {
       for (const result of results) {
         if (result.kind === 'not-owner') continue;
         session.held.delete(leaseKey(result.jobId, result.leaseGeneration));
+        if (result.kind === 'recorded') {
+          metrics.runsFinished.inc({ outcome: result.runOutcome });
+          if (result.state === 'DEAD') metrics.jobsDead.inc();
+          if (result.skipped > 0) metrics.occurrencesSkipped.inc(result.skipped);
+        }
         if (result.kind === 'stale') {
           metrics.staleReports.inc();
           logger.warn(

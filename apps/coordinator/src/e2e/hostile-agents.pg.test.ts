@@ -159,6 +159,11 @@ describe('hostile and broken agents', () => {
     expect(listed.quarantinedUntil).not.toBeNull();
     expect(await metric('kairos_agent_quarantines_total')).toBeGreaterThanOrEqual(1);
     expect(await metric('kairos_agents_quarantined')).toBe(1);
+    // The cluster-wide gauge per task and state (read at most once a second) counts it quarantined, the healthy one ready.
+    await waitFor(async () => (await metric(`kairos_task_agents{namespace="${NS}",task="sleep",state="quarantined"}`)) === 1, {
+      description: 'kairos_task_agents quarantined 1',
+    });
+    expect(await metric(`kairos_task_agents{namespace="${NS}",task="sleep",state="ready"}`)).toBe(1);
     await hole.stop();
   }, 60_000);
 

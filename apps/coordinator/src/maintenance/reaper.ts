@@ -21,6 +21,8 @@ export function createReaper(deps: {
   misfireThresholdMs: number;
   logger: Logger;
   onSkipped?: () => void;
+  /** Counts occurrences recorded SKIPPED by the reaper's settlements and misfire moves. */
+  onSkippedOccurrences?: (count: number) => void;
   onExpired: (expired: ReapResult['expired']) => void;
 }): Reaper {
   const loop: Periodic = periodic(deps.intervalMs, tick, deps.logger, 'reaper');
@@ -28,14 +30,16 @@ export function createReaper(deps: {
   async function tick(): Promise<void> {
     // Drain in batches: after an outage many leases may have lapsed at once.
     for (;;) {
-      const { expired } = await deps.store.lease.reapExpired({ limit: 1000 });
+      const { expired, skipped } = await deps.store.lease.reapExpired({ limit: 1000 });
+      if (skipped > 0) deps.onSkippedOccurrences?.(skipped);
       if (expired.length > 0) {
         deps.logger.warn({ count: expired.length, jobs: expired.slice(0, 20) }, 'leases expired: runs marked LEASE_EXPIRED');
         deps.onExpired(expired);
       }
       if (expired.length < 1000 || loop.stopped) break;
     }
-    const { skipped } = await deps.store.lease.skipMisfired({ thresholdMs: deps.misfireThresholdMs });
+    const { skipped, occurrences } = await deps.store.lease.skipMisfired({ thresholdMs: deps.misfireThresholdMs });
+    if (occurrences > 0) deps.onSkippedOccurrences?.(occurrences);
     if (skipped > 0) {
       deps.logger.info({ count: skipped }, 'late skip and catch-up jobs moved on (SKIPPED runs recorded)');
       deps.onSkipped?.();

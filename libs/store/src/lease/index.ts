@@ -46,7 +46,8 @@ export interface LeaseStatements {
   complete(reports: readonly CompletionReport[], now?: Date): Promise<CompleteResult[]>;
   release(leases: readonly HeldLeaseRef[], reason: string, now?: Date): Promise<ReleaseResult[]>;
   reapExpired(options?: { limit?: number; now?: Date }): Promise<ReapResult>;
-  skipMisfired(options?: { thresholdMs?: number; limit?: number; now?: Date }): Promise<{ skipped: number }>;
+  /** `skipped`: jobs moved on; `occurrences`: runs recorded SKIPPED. */
+  skipMisfired(options?: { thresholdMs?: number; limit?: number; now?: Date }): Promise<{ skipped: number; occurrences: number }>;
   /** Aborts the runs of `cancel-other` jobs whose next occurrence has come due (settlement.ts). */
   abortOverlapped(options?: { limit?: number; now?: Date }): Promise<{ aborted: number }>;
   cancel(namespace: string, jobId: string, now?: Date): Promise<CancelResult>;

@@ -35,12 +35,16 @@ export type CompleteResult =
       nextRunAt: Date | null;
       /** The outcome recorded on the run (CANCELLED for a run an operator aborted, whatever was reported). */
       runOutcome: Settlement['runOutcome'];
+      /** Occurrences this settlement recorded SKIPPED (missed while the run ran, by the job's policies). */
+      skipped: number;
     }
   | { kind: 'stale' | 'not-owner'; jobId: string; leaseGeneration: number };
 
 export interface ReapResult {
   /** Leases found expired and settled (runs marked LEASE_EXPIRED). */
   expired: Array<{ jobId: string; leaseGeneration: number; leaseOwner: string | null; state: Settlement['state'] }>;
+  /** Occurrences the settlements recorded SKIPPED. */
+  skipped: number;
 }
 
 /** A CLAIMED (or, for skipMisfired, DUE) job row held FOR UPDATE: what `settle` needs, plus its lease. */
@@ -123,13 +127,13 @@ export async function complete(
   });
   const firstReports = [...firstIndex.values()].map((index) => reports[index]!);
   // Only the state, next run time and recorded outcome are reported back (CompleteResult).
-  const settled = new Map<string, Pick<Settlement, 'state' | 'nextRunAt' | 'runOutcome'>>();
+  const settled = new Map<string, Pick<Settlement, 'state' | 'nextRunAt' | 'runOutcome' | 'skips'>>();
   // Fast path, one statement: successful one-off runs need no schedule arithmetic.
   const simple = firstReports.filter((report) => report.outcome === 'SUCCEEDED');
   if (simple.length > 0) {
     const { rows } = await pool.query(COMPLETE_SIMPLE_SQL, [now ?? null, ...holderArrays(simple)]);
     for (const row of rows) {
-      settled.set(leaseKey(row.id, Number(row.lease_generation)), { state: 'COMPLETED', nextRunAt: null, runOutcome: 'SUCCEEDED' });
+      settled.set(leaseKey(row.id, Number(row.lease_generation)), { state: 'COMPLETED', nextRunAt: null, runOutcome: 'SUCCEEDED', skips: [] });
     }
   }
   // Everything else (failures, recurring jobs, and reports the fast path did not match,
@@ -170,8 +174,14 @@ export async function complete(
       state: settlement.state,
       nextRunAt: settlement.nextRunAt,
       runOutcome: settlement.runOutcome,
+      skipped: skippedCount(settlement.skips),
     };
   });
+}
+
+/** How many occurrences some skipped stretches cover (rows listed and not). */
+function skippedCount(stretches: readonly SkippedStretch[]): number {
+  return stretches.reduce((sum, stretch) => sum + stretch.count, 0);
 }
 
 /**
@@ -215,7 +225,7 @@ export async function reapExpired(
        FOR UPDATE SKIP LOCKED`,
       [options.now ?? null, options.limit ?? 1000],
     );
-    if (rows.length === 0) return { expired: [] };
+    if (rows.length === 0) return { expired: [], skipped: 0 };
     const dbNow = rows[0]!.now as Date;
     const endings = rows.map(
       (row): Ending => ({ job: toLockedJob(row), outcome: 'LEASE_EXPIRED', error: 'lease expired: the worker stopped renewing' }),
@@ -228,6 +238,7 @@ export async function reapExpired(
         leaseOwner: job.leaseOwner,
         state: settled.get(job.id)!.state,
       })),
+      skipped: [...settled.values()].reduce((sum, settlement) => sum + skippedCount(settlement.skips), 0),
     };
   });
 }
@@ -370,7 +381,7 @@ async function insertSkipped(
 export async function skipMisfired(
   pool: Pool,
   options: { thresholdMs?: number; limit?: number; now?: Date } = {},
-): Promise<{ skipped: number }> {
+): Promise<{ skipped: number; occurrences: number }> {
   return inTransaction(pool, async (client) => {
     const { rows } = await client.query(
       `SELECT ${LOCKED_COLUMNS}, ${NOW(1)} AS now
@@ -384,7 +395,7 @@ export async function skipMisfired(
        FOR UPDATE SKIP LOCKED`,
       [options.now ?? null, options.thresholdMs ?? DEFAULT_MISFIRE_THRESHOLD_MS, options.limit ?? 1000],
     );
-    if (rows.length === 0) return { skipped: 0 };
+    if (rows.length === 0) return { skipped: 0, occurrences: 0 };
     const now = rows[0]!.now as Date;
     const items = rows.map((row) => {
       const job = toLockedJob(row);
@@ -421,7 +432,7 @@ export async function skipMisfired(
       ],
     );
     await insertSkipped(client, items.flatMap(({ job, skips }) => skips.map((stretch) => ({ jobId: job.id, stretch }))), now);
-    return { skipped: items.length };
+    return { skipped: items.length, occurrences: items.reduce((sum, item) => sum + skippedCount(item.skips), 0) };
   });
 }
 

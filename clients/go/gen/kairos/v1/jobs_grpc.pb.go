@@ -144,7 +144,9 @@ type JobServiceClient interface {
 	// visibly skipped occurrence), oldest first, one page at a time.
 	// NOT_FOUND if the job does not exist in the caller's namespace.
 	ListRuns(ctx context.Context, in *ListRunsRequest, opts ...grpc.CallOption) (*ListRunsResponse, error)
-	// Lists the agents currently connected to the coordinators.
+	// Lists the agents of the caller's namespace connected to any coordinator
+	// of the cluster (each coordinator publishes its agents every few seconds
+	// and when one connects or leaves).
 	ListAgents(ctx context.Context, in *ListAgentsRequest, opts ...grpc.CallOption) (*ListAgentsResponse, error)
 	// Changes a job in place; its history stays on the same id. Only the fields
 	// set in the request change. A DUE or PAUSED job whose timing changed
@@ -413,7 +415,9 @@ type JobServiceServer interface {
 	// visibly skipped occurrence), oldest first, one page at a time.
 	// NOT_FOUND if the job does not exist in the caller's namespace.
 	ListRuns(context.Context, *ListRunsRequest) (*ListRunsResponse, error)
-	// Lists the agents currently connected to the coordinators.
+	// Lists the agents of the caller's namespace connected to any coordinator
+	// of the cluster (each coordinator publishes its agents every few seconds
+	// and when one connects or leaves).
 	ListAgents(context.Context, *ListAgentsRequest) (*ListAgentsResponse, error)
 	// Changes a job in place; its history stays on the same id. Only the fields
 	// set in the request change. A DUE or PAUSED job whose timing changed

@@ -229,7 +229,9 @@ class JobServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListAgents(self, request, context):
-        """Lists the agents currently connected to the coordinators.
+        """Lists the agents of the caller's namespace connected to any coordinator
+        of the cluster (each coordinator publishes its agents every few seconds
+        and when one connects or leaves).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -2110,7 +2110,9 @@ export const JobService: GenService<{
     output: typeof ListRunsResponseSchema;
   },
   /**
-   * Lists the agents currently connected to the coordinators.
+   * Lists the agents of the caller's namespace connected to any coordinator
+   * of the cluster (each coordinator publishes its agents every few seconds
+   * and when one connects or leaves).
    *
    * @generated from rpc kairos.v1.JobService.ListAgents
    */
