@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * Process entry of an agent: `node apps/agent/dist/main.js` (the `kairos agent`
  * command does the same). Configuration comes from the environment (see
