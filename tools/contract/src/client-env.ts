@@ -14,6 +14,8 @@ export interface ClientEnv {
   /** The virtualenv's bin folder (pytest, st). */
   bin: string;
   goBin: string;
+  /** The newest LTS Node.js binary. */
+  nodeLts: string;
 }
 
 export interface Finished {
