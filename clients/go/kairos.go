@@ -221,6 +221,78 @@ type Created struct {
 
 // CreateJob creates a one-off job (RunAt) or a recurring one (Schedule).
 func (c *Client) CreateJob(ctx context.Context, job NewJob) (Created, error) {
+	request, err := createRequest(job)
+	if err != nil {
+		return Created{}, err
+	}
+	callCtx, cancel := c.ctx(ctx)
+	defer cancel()
+	answer, err := c.jobs.CreateJob(callCtx, request)
+	if err != nil {
+		return Created{}, errorFrom(err)
+	}
+	created, err := c.GetJob(ctx, answer.GetJobId())
+	if err != nil {
+		return Created{}, err
+	}
+	return Created{Job: created, Created: answer.GetCreated()}, nil
+}
+
+// MaxBatchJobs is the most jobs one CreateJobs call takes.
+const MaxBatchJobs = 1000
+
+// BatchResult is one job's answer from CreateJobs: the job made (Created) or
+// found by its idempotency key, or Err (an *Error) when it was refused.
+type BatchResult struct {
+	JobID   string
+	Created bool
+	Err     error
+}
+
+// CreateJobs creates 1 to MaxBatchJobs jobs in one call and one transaction.
+// Each job is answered on its own, in order: a refused job carries the error
+// CreateJob would have returned for it and does not stop the others. The
+// returned error is for the call as a whole (size, credentials, transport).
+func (c *Client) CreateJobs(ctx context.Context, jobs []NewJob) ([]BatchResult, error) {
+	if len(jobs) == 0 || len(jobs) > MaxBatchJobs {
+		return nil, &Error{Code: codes.InvalidArgument, Reason: ReasonInvalidArgument, Field: "jobs", Message: fmt.Sprintf("CreateJobs takes 1 to %d jobs", MaxBatchJobs)}
+	}
+	results := make([]BatchResult, len(jobs))
+	request := &kairosv1.CreateJobsRequest{}
+	var sent []int
+	for i, job := range jobs {
+		item, err := createRequest(job)
+		if err != nil {
+			results[i] = BatchResult{Err: err}
+			continue
+		}
+		request.Jobs = append(request.Jobs, item)
+		sent = append(sent, i)
+	}
+	if len(sent) == 0 {
+		return results, nil
+	}
+	callCtx, cancel := c.ctx(ctx)
+	defer cancel()
+	answer, err := c.jobs.CreateJobs(callCtx, request)
+	if err != nil {
+		return nil, errorFrom(err)
+	}
+	if len(answer.GetResults()) != len(sent) {
+		return nil, &Error{Code: codes.Internal, Message: fmt.Sprintf("CreateJobs: %d results for %d jobs", len(answer.GetResults()), len(sent))}
+	}
+	for position, result := range answer.GetResults() {
+		if result.GetError() != nil {
+			results[sent[position]] = BatchResult{Err: errorOf(status.FromProto(result.GetError()))}
+		} else {
+			results[sent[position]] = BatchResult{JobID: result.GetJobId(), Created: result.GetCreated()}
+		}
+	}
+	return results, nil
+}
+
+// createRequest is the CreateJobRequest of a NewJob; an *Error names the field it cannot send.
+func createRequest(job NewJob) (*kairosv1.CreateJobRequest, error) {
 	request := &kairosv1.CreateJobRequest{
 		Task:           job.Task,
 		Timezone:       job.Timezone,
@@ -237,28 +309,18 @@ func (c *Client) CreateJob(ctx context.Context, job NewJob) (Created, error) {
 	if job.Payload != nil {
 		payload, err := structpb.NewStruct(job.Payload)
 		if err != nil {
-			return Created{}, &Error{Code: codes.InvalidArgument, Reason: "INVALID_ARGUMENT", Field: "payload", Message: "payload: " + err.Error()}
+			return nil, &Error{Code: codes.InvalidArgument, Reason: ReasonInvalidArgument, Field: "payload", Message: "payload: " + err.Error()}
 		}
 		request.Payload = payload
 	}
 	if job.MisfirePolicy != "" {
 		value, ok := kairosv1.MisfirePolicy_value["MISFIRE_POLICY_"+strings.ToUpper(strings.ReplaceAll(job.MisfirePolicy, "-", "_"))]
 		if !ok {
-			return Created{}, &Error{Code: codes.InvalidArgument, Reason: "INVALID_ARGUMENT", Field: "misfire_policy", Message: "misfire_policy must be fire-once, skip or catch-up"}
+			return nil, &Error{Code: codes.InvalidArgument, Reason: ReasonInvalidArgument, Field: "misfire_policy", Message: "misfire_policy must be fire-once, skip or catch-up"}
 		}
 		request.MisfirePolicy = kairosv1.MisfirePolicy(value)
 	}
-	callCtx, cancel := c.ctx(ctx)
-	defer cancel()
-	answer, err := c.jobs.CreateJob(callCtx, request)
-	if err != nil {
-		return Created{}, errorFrom(err)
-	}
-	created, err := c.GetJob(ctx, answer.GetJobId())
-	if err != nil {
-		return Created{}, err
-	}
-	return Created{Job: created, Created: answer.GetCreated()}, nil
+	return request, nil
 }
 
 // GetJob reads a job.
@@ -442,6 +504,11 @@ func errorFrom(err error) error {
 	if !ok {
 		return err
 	}
+	return errorOf(st)
+}
+
+// errorOf reads a google.rpc.Status: a failed call's, or a refused CreateJobs item's.
+func errorOf(st *status.Status) *Error {
 	out := &Error{Code: st.Code(), Message: st.Message(), Metadata: map[string]string{}}
 	for _, detail := range st.Details() {
 		switch d := detail.(type) {

@@ -197,6 +197,34 @@ func TestIdempotencyKey(t *testing.T) {
 	}
 }
 
+func TestBatchCreateAnswersEachJob(t *testing.T) {
+	c := dial(t, env(t, "KAIROS_TOKEN"))
+	key := "go-batch-" + randomID()
+	later := at(time.Now().Add(time.Hour).Truncate(time.Millisecond))
+	results := must(c.CreateJobs(ctx, []kairos.NewJob{
+		{Task: "sleep", RunAt: at(time.Now()), Payload: map[string]any{"seconds": 0}},
+		{Task: "sleep", Schedule: "not cron", Payload: map[string]any{"seconds": 0}},
+		{Task: "sleep", RunAt: later, Payload: map[string]any{"seconds": 0}, IdempotencyKey: key},
+		{Task: "sleep", RunAt: later, Payload: map[string]any{"seconds": 0}, IdempotencyKey: key},
+	}))(t)
+	if len(results) != 4 || !results[0].Created || results[1].Err == nil || !results[2].Created || results[3].Created || results[3].Err != nil {
+		t.Fatalf("want created, refused, created, repeat: %+v", results)
+	}
+	if kerr := kairosError(t, results[1].Err); kerr.Field != "schedule" || kerr.Reason != kairos.ReasonInvalidArgument {
+		t.Fatalf("want INVALID_ARGUMENT naming schedule, got %v", kerr)
+	}
+	if results[3].JobID != results[2].JobID {
+		t.Fatalf("a keyed repeat must answer the first job: %+v", results)
+	}
+	eventually(t, "COMPLETED", func() bool { return must(c.GetJob(ctx, results[0].JobID))(t).State == "COMPLETED" })
+	if runs := must(c.Runs(ctx, results[0].JobID))(t); len(runs) != 1 || runs[0].Outcome != "SUCCEEDED" {
+		t.Fatalf("want one SUCCEEDED run, got %+v", runs)
+	}
+	if err := c.CancelJob(ctx, results[2].JobID); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestPagingThrough250Jobs(t *testing.T) {
 	c := dial(t, env(t, "KAIROS_TOKEN"))
 	task := "page-" + randomID()

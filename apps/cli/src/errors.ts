@@ -8,6 +8,9 @@
  *   3  not found
  *   4  conflict: the job's state forbids the call (FAILED_PRECONDITION, e.g.
  *      cancelling a CLAIMED job) or an idempotency key reused with another request
+ *
+ * A command that answers many items (`jobs create-many`) exits with the code
+ * of its worst refused item: 2 when any was invalid, else 4 for conflicts.
  */
 import { KairosError, type KairosErrorCode } from '@kairos/client';
 import { CommanderError } from 'commander';
@@ -34,7 +37,18 @@ export class UsageError extends Error {
   }
 }
 
-const EXIT_CODE_FOR: Record<KairosErrorCode, ExitCode> = {
+/** Some items of a many-item command were refused; each was already reported. */
+export class ItemsRefused extends Error {
+  override readonly name = 'ItemsRefused';
+  constructor(
+    message: string,
+    readonly exitCode: ExitCode,
+  ) {
+    super(message);
+  }
+}
+
+export const EXIT_CODE_FOR: Record<KairosErrorCode, ExitCode> = {
   'invalid-argument': ExitCode.Usage,
   'not-found': ExitCode.NotFound,
   'failed-precondition': ExitCode.Conflict,
@@ -63,6 +77,10 @@ export function reportError(error: unknown, stderr: TextSink): ExitCode {
   if (error instanceof UsageError) {
     stderr.write(`error: ${error.message}\n`);
     return ExitCode.Usage;
+  }
+  if (error instanceof ItemsRefused) {
+    stderr.write(`error: ${error.message}\n`);
+    return error.exitCode;
   }
   const failure = KairosError.from(error);
   const field = failure.field === undefined ? '' : ` (field: ${failure.field})`;

@@ -10,6 +10,8 @@ export interface TextSink {
 }
 
 export interface CliIo {
+  /** Input for commands that read it (`jobs create-many`): process.stdin, or text in tests. */
+  stdin: AsyncIterable<string | Uint8Array>;
   stdout: TextSink;
   stderr: TextSink;
   env: Readonly<Record<string, string | undefined>>;

@@ -51,6 +51,7 @@ for (const stream of [process.stdout, process.stderr]) {
 }
 
 runCli(process.argv.slice(2), {
+  stdin: process.stdin,
   stdout: process.stdout,
   stderr: process.stderr,
   env: process.env,

@@ -99,6 +99,25 @@ def test_idempotency_key(kairos):
     kairos.cancel_job(first.job.job_id)
 
 
+def test_batch_create_answers_each_job(kairos):
+    key = f"py-batch-{uuid.uuid4()}"
+    later = now() + timedelta(hours=1)
+    results = kairos.create_jobs(
+        [
+            {"task": "sleep", "run_at": now(), "payload": {"seconds": 0}},
+            {"task": "sleep", "schedule": "not cron", "payload": {"seconds": 0}},
+            {"task": "sleep", "run_at": later, "payload": {"seconds": 0}, "idempotency_key": key},
+            {"task": "sleep", "run_at": later, "payload": {"seconds": 0}, "idempotency_key": key},
+        ]
+    )
+    assert [(r.created, r.error is None) for r in results] == [(True, True), (False, False), (True, True), (False, True)]
+    assert isinstance(results[1].error, InvalidArgument) and results[1].error.field == "schedule"
+    assert results[3].job_id == results[2].job_id
+    eventually(lambda: kairos.get_job(results[0].job_id).state == "COMPLETED", "COMPLETED")
+    assert [run.outcome for run in kairos.list_runs(results[0].job_id)] == ["SUCCEEDED"]
+    kairos.cancel_job(results[2].job_id)
+
+
 def test_paging_through_250_jobs(kairos):
     task = f"page-{uuid.uuid4().hex[:12]}"
     later = now() + timedelta(days=1)

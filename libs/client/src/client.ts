@@ -19,6 +19,8 @@ import {
   TokenService,
   type CancelJobResponse,
   type CreateJobResponse,
+  type CreateJobsResponse,
+  type CreateJobRequest,
   type CreateTokenResponse,
   type GetJobResponse,
   type ListAgentsResponse,
@@ -38,7 +40,7 @@ import {
 } from '@kairos/proto';
 import { agentFromWire, type Agent } from './agents';
 import { channelCredentials, type TlsOptions } from './credentials';
-import { KairosError, KairosErrorCode } from './error';
+import { errorFromStatus, KairosError, KairosErrorCode } from './error';
 import {
   createJobRequest,
   jobFromWire,
@@ -48,6 +50,8 @@ import {
   type AbortRunOptions,
   type CreateJobInput,
   type CreateJobResult,
+  type CreateJobsItem,
+  MAX_BATCH_JOBS,
   type Job,
   type JobPage,
   type ListJobsOptions,
@@ -77,6 +81,13 @@ export interface KairosClientOptions {
 export interface KairosClient {
   /** Schedules a job. At-least-once: its handler must be idempotent. */
   createJob(input: CreateJobInput): Promise<CreateJobResult>;
+  /**
+   * Schedules 1 to MAX_BATCH_JOBS jobs in one call and one transaction. Each
+   * item is answered on its own, in order: an item this client or the
+   * coordinator refuses carries its KairosError and does not stop the others.
+   * Throws only when the call as a whole fails (size, credentials, transport).
+   */
+  createJobs(inputs: readonly CreateJobInput[]): Promise<CreateJobsItem[]>;
   getJob(jobId: string): Promise<Job>;
   /** One page of jobs, oldest first. */
   listJobs(options?: ListJobsOptions): Promise<JobPage>;
@@ -167,6 +178,34 @@ export function createKairosClient(options: KairosClientOptions): KairosClient {
       const request = createJobRequest(input);
       const response = await unary<CreateJobResponse>('CreateJob', (md, opts, cb) => grpcClient.createJob(request, md, opts, cb));
       return { jobId: response.jobId, created: response.created };
+    },
+    async createJobs(inputs) {
+      if (!Array.isArray(inputs) || inputs.length === 0 || inputs.length > MAX_BATCH_JOBS) {
+        throw new KairosError(KairosErrorCode.InvalidArgument, `createJobs takes 1 to ${MAX_BATCH_JOBS} jobs`, { field: 'jobs' });
+      }
+      const answers: Array<CreateJobsItem | undefined> = inputs.map(() => undefined);
+      const sent: Array<{ index: number; request: CreateJobRequest }> = [];
+      for (const [index, input] of inputs.entries()) {
+        try {
+          sent.push({ index, request: createJobRequest(input) });
+        } catch (error: unknown) {
+          answers[index] = { jobId: null, created: false, error: KairosError.from(error) };
+        }
+      }
+      if (sent.length > 0) {
+        const request = { jobs: sent.map((item) => item.request) };
+        const response = await unary<CreateJobsResponse>('CreateJobs', (md, opts, cb) => grpcClient.createJobs(request, md, opts, cb));
+        if (response.results.length !== sent.length) {
+          throw new KairosError(KairosErrorCode.Internal, `CreateJobs: ${response.results.length} results for ${sent.length} jobs`);
+        }
+        for (const [position, result] of response.results.entries()) {
+          answers[sent[position]!.index] =
+            result.error === undefined
+              ? { jobId: result.jobId, created: result.created, error: null }
+              : { jobId: null, created: false, error: errorFromStatus(result.error) };
+        }
+      }
+      return answers.map((answer) => answer!);
     },
     async getJob(jobId) {
       const request = { jobId: requireJobId(jobId) };

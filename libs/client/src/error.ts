@@ -10,7 +10,7 @@
 import { fromBinary } from '@bufbuild/protobuf';
 import { anyUnpack, timestampDate } from '@bufbuild/protobuf/wkt';
 import { status as GrpcStatus, type Metadata, type ServiceError } from '@grpc/grpc-js';
-import { ClaimedJobSchema, ErrorInfoSchema, RpcStatusSchema, STATUS_DETAILS_KEY } from '@kairos/proto';
+import { BadRequestSchema, ClaimedJobSchema, ErrorInfoSchema, RpcStatusSchema, STATUS_DETAILS_KEY, type RpcStatus } from '@kairos/proto';
 
 /**
  * The closed set of error codes. Values are stable strings, safe to log,
@@ -163,26 +163,51 @@ function richDetails(metadata: Metadata | undefined): Pick<KairosErrorOptions, '
   const raw = metadata?.get(STATUS_DETAILS_KEY)[0];
   if (!(raw instanceof Uint8Array)) return {};
   try {
-    const status = fromBinary(RpcStatusSchema, raw);
-    const out: Pick<KairosErrorOptions, 'reason' | 'details' | 'claimed'> = {};
-    for (const detail of status.details) {
-      const info = anyUnpack(detail, ErrorInfoSchema);
-      if (info !== undefined) {
-        out.reason = info.reason;
-        out.details = { ...info.metadata };
-      }
-      const claimed = anyUnpack(detail, ClaimedJobSchema);
-      if (claimed !== undefined) {
-        out.claimed = {
-          runId: claimed.runId,
-          agentId: claimed.agentId,
-          leaseGeneration: Number(claimed.leaseGeneration),
-          leaseUntil: claimed.leaseUntil === undefined ? null : timestampDate(claimed.leaseUntil),
-        };
-      }
-    }
-    return out;
+    const { field: _field, ...details } = statusDetails(fromBinary(RpcStatusSchema, raw));
+    return details;
   } catch {
     return {};
   }
+}
+
+/** The reason, facts, claim and field (BadRequest's first violation, as a proto path) of a google.rpc.Status. */
+function statusDetails(status: RpcStatus): Pick<KairosErrorOptions, 'reason' | 'details' | 'claimed' | 'field'> {
+  const out: Pick<KairosErrorOptions, 'reason' | 'details' | 'claimed' | 'field'> = {};
+  for (const detail of status.details) {
+    const info = anyUnpack(detail, ErrorInfoSchema);
+    if (info !== undefined) {
+      out.reason = info.reason;
+      out.details = { ...info.metadata };
+    }
+    const badRequest = anyUnpack(detail, BadRequestSchema);
+    const violation = badRequest?.fieldViolations[0];
+    if (violation !== undefined && violation.field !== '') out.field = jsonFieldPath(violation.field);
+    const claimed = anyUnpack(detail, ClaimedJobSchema);
+    if (claimed !== undefined) {
+      out.claimed = {
+        runId: claimed.runId,
+        agentId: claimed.agentId,
+        leaseGeneration: Number(claimed.leaseGeneration),
+        leaseUntil: claimed.leaseUntil === undefined ? null : timestampDate(claimed.leaseUntil),
+      };
+    }
+  }
+  return out;
+}
+
+/**
+ * A proto field path as the JSON name this client's `field` uses:
+ * `retry.max_interval_ms` -> `retry.maxIntervalMs`; keys inside `payload` are
+ * the caller's own and stay as they are.
+ */
+function jsonFieldPath(path: string): string {
+  const [first, ...rest] = path.split('.');
+  const camel = (part: string) => part.replace(/_([a-z0-9])/g, (_match, letter: string) => letter.toUpperCase());
+  if (first === 'payload') return path;
+  return [first ?? '', ...rest].map(camel).join('.');
+}
+
+/** The KairosError of a google.rpc.Status carried in a response (a CreateJobs item's refusal). */
+export function errorFromStatus(status: RpcStatus): KairosError {
+  return new KairosError(codeForStatus(status.code), status.message || GrpcStatus[status.code] || 'refused', statusDetails(status));
 }

@@ -21,6 +21,8 @@ export {
   type AbortRunOptions,
   type CreateJobInput,
   type CreateJobResult,
+  type CreateJobsItem,
+  MAX_BATCH_JOBS,
   type Job,
   type JobPage,
   type JobState,

@@ -123,6 +123,15 @@ export interface CreateJobResult {
   created: boolean;
 }
 
+/** The most jobs one createJobs call takes (the coordinator's limit). */
+export const MAX_BATCH_JOBS = 1000;
+
+/**
+ * One item's answer from createJobs: the job made or found by its idempotency
+ * key, or the error createJob would have thrown for this item alone.
+ */
+export type CreateJobsItem = { jobId: string; created: boolean; error: null } | { jobId: null; created: false; error: KairosError };
+
 /** A job as stored by the coordinator. Times are database-clock instants. */
 export interface Job {
   id: string;

@@ -81,6 +81,8 @@ describe('file descriptors', () => {
     const names = fileDescriptorProtos().map((bytes) => fromBinary(FileDescriptorProtoSchema, bytes).name);
     expect(names).toEqual([
       'google/protobuf/struct.proto',
+      'google/protobuf/any.proto',
+      'google/rpc/status.proto',
       'google/protobuf/timestamp.proto',
       'kairos/v1/jobs.proto',
       'kairos/v1/agent.proto',
@@ -104,6 +106,9 @@ describe('JobService over loopback', () => {
       createJob(call, callback) {
         received.push(call.request);
         callback(null, { jobId: 'job-1', created: true });
+      },
+      createJobs(call, callback) {
+        callback(null, { results: call.request.jobs.map(() => ({ jobId: 'job-1', created: false })) });
       },
       getJob(call, callback) {
         const request = received[0];

@@ -1,6 +1,6 @@
 export { createStore, createPool, type Store, type StoreOptions } from './store';
-export type { JobRecord, JobState, NewJob, CreateResult, JobFilter, JobPage, JobQueries } from './jobs';
-export { JOB_STATES } from './jobs';
+export type { JobRecord, JobState, NewJob, CreateResult, CreatedJobId, JobFilter, JobPage, JobQueries } from './jobs';
+export { JOB_STATES, MAX_CREATE_BATCH } from './jobs';
 export type { RunRecord, RunOutcome, RunQueries } from './runs';
 export type {
   LeaseRef,

@@ -86,6 +86,12 @@ export type CreateResult =
   | { kind: 'existing'; job: JobRecord }
   | { kind: 'conflict'; jobId: string };
 
+/** A createMany answer: the job made, the one an identical earlier request made, or the one holding the key. */
+export interface CreatedJobId {
+  kind: 'created' | 'existing' | 'conflict';
+  jobId: string;
+}
+
 export interface JobFilter {
   state?: JobState;
   task?: string;
@@ -101,8 +107,17 @@ export interface JobPage {
   nextAfter: string | null;
 }
 
+/** The most jobs one createMany call takes (the API's batch limit; 27 parameters a row stay under PostgreSQL's 65,535). */
+export const MAX_CREATE_BATCH = 1000;
+
 export interface JobQueries {
   create(input: NewJob, now?: Date): Promise<CreateResult>;
+  /**
+   * Creates up to MAX_CREATE_BATCH jobs in one transaction; answers each input
+   * in order, as `create` would, by job id only (a batch's caller reads jobs back
+   * if it needs them).
+   */
+  createMany(inputs: readonly NewJob[], now?: Date): Promise<CreatedJobId[]>;
   get(namespace: string, id: string): Promise<JobRecord | null>;
   list(namespace: string, filter: JobFilter): Promise<JobPage>;
   /** DUE jobs whose next_run_at is within `horizonMs` of the database clock (the autoscaling signal). */
@@ -126,6 +141,10 @@ export function jobQueries(db: NodePgDatabase): JobQueries {
   // Every read reports database trouble as StoreUnavailableError (the API's 503), like the writes.
   return {
     create: (input, now) => storeCall('jobs.create', () => queries.create(input, now)),
+    createMany: (inputs, now) =>
+      inputs.length > MAX_CREATE_BATCH
+        ? Promise.reject(new RangeError(`jobs.createMany takes at most ${MAX_CREATE_BATCH} jobs, not ${inputs.length}`))
+        : storeCall('jobs.createMany', () => queries.createMany(inputs, now)),
     get: (namespace, id) => storeCall('jobs.get', () => queries.get(namespace, id)),
     list: (namespace, filter) => storeCall('jobs.list', () => queries.list(namespace, filter)),
     countDueWithin: (horizonMs) => storeCall('jobs.countDueWithin', () => queries.countDueWithin(horizonMs)),
@@ -138,6 +157,7 @@ export function jobQueries(db: NodePgDatabase): JobQueries {
 function unwrappedJobQueries(db: NodePgDatabase): JobQueries {
   return {
     create: (input, now) => create(db, input, now),
+    createMany: (inputs, now) => createMany(db, inputs, now),
     async get(namespace, id) {
       if (!isJobId(id)) return null;
       const rows = await db
@@ -203,8 +223,8 @@ function unwrappedJobQueries(db: NodePgDatabase): JobQueries {
   };
 }
 
-async function create(db: NodePgDatabase, input: NewJob, now?: Date): Promise<CreateResult> {
-  const clock = now ?? (await databaseNow(db));
+/** The row a validated create request becomes at `clock`, with its new id. */
+function newJobRow(input: NewJob, clock: Date): typeof jobs.$inferInsert {
   const cron = input.cron ?? null;
   const runAt = input.runAt ?? null;
   if ((cron === null) === (runAt === null)) throw new Error('jobs.create needs exactly one of cron and runAt');
@@ -212,36 +232,48 @@ async function create(db: NodePgDatabase, input: NewJob, now?: Date): Promise<Cr
   const id = uuidv7();
   const retry = input.retry ?? NO_JOB_RETRY;
   const startJitterMs = cron ? (input.startJitterMs ?? 0) : 0;
+  return {
+    id,
+    namespace: input.namespace,
+    name: input.name ?? null,
+    task: input.task,
+    schedule: cron?.expression ?? null,
+    runAt,
+    timezone: cron?.timezone ?? 'UTC',
+    payload: input.payload ?? {},
+    state: 'DUE',
+    occurrenceAt: occurrence,
+    nextRunAt: cron ? startOf(id, occurrence, startJitterMs) : occurrence,
+    maxAttempts: input.maxAttempts,
+    retryInitialMs: retry.initialMs,
+    retryMaxMs: retry.maxMs,
+    retryMultiplier: retry.multiplier,
+    retryJitter: retry.jitter,
+    startJitterMs,
+    pauseOnFailure: input.pauseOnFailure ?? false,
+    overlapPolicy: input.overlapPolicy ?? 'skip',
+    catchupWindowMs: input.catchupWindowMs ?? null,
+    timeoutMs: input.timeoutMs ?? null,
+    misfirePolicy: input.misfirePolicy,
+    idempotencyKey: input.idempotencyKey ?? null,
+    requestDigest: input.requestDigest ?? null,
+    createdAt: clock,
+    updatedAt: clock,
+  };
+}
+
+/** A request whose idempotency key is taken: the same request again (existing) or another one (conflict). */
+function repeatOf(input: NewJob, holder: JobRow): CreateResult {
+  return holder.requestDigest === (input.requestDigest ?? null)
+    ? { kind: 'existing', job: toJobRecord(holder) }
+    : { kind: 'conflict', jobId: holder.id };
+}
+
+async function create(db: NodePgDatabase, input: NewJob, now?: Date): Promise<CreateResult> {
+  const clock = now ?? (await databaseNow(db));
   const inserted = await db
     .insert(jobs)
-    .values({
-      id,
-      namespace: input.namespace,
-      name: input.name ?? null,
-      task: input.task,
-      schedule: cron?.expression ?? null,
-      runAt,
-      timezone: cron?.timezone ?? 'UTC',
-      payload: input.payload ?? {},
-      state: 'DUE',
-      occurrenceAt: occurrence,
-      nextRunAt: cron ? startOf(id, occurrence, startJitterMs) : occurrence,
-      maxAttempts: input.maxAttempts,
-      retryInitialMs: retry.initialMs,
-      retryMaxMs: retry.maxMs,
-      retryMultiplier: retry.multiplier,
-      retryJitter: retry.jitter,
-      startJitterMs,
-      pauseOnFailure: input.pauseOnFailure ?? false,
-      overlapPolicy: input.overlapPolicy ?? 'skip',
-      catchupWindowMs: input.catchupWindowMs ?? null,
-      timeoutMs: input.timeoutMs ?? null,
-      misfirePolicy: input.misfirePolicy,
-      idempotencyKey: input.idempotencyKey ?? null,
-      requestDigest: input.requestDigest ?? null,
-      createdAt: clock,
-      updatedAt: clock,
-    })
+    .values(newJobRow(input, clock))
     .onConflictDoNothing({
       target: [jobs.namespace, jobs.idempotencyKey],
       where: sql`idempotency_key IS NOT NULL`,
@@ -255,12 +287,77 @@ async function create(db: NodePgDatabase, input: NewJob, now?: Date): Promise<Cr
     .where(and(eq(jobs.namespace, input.namespace), eq(jobs.idempotencyKey, input.idempotencyKey ?? '')));
   const row = existing[0];
   if (!row) throw new Error('jobs.create: idempotency key conflicted but no row holds it');
-  return row.requestDigest === (input.requestDigest ?? null)
-    ? { kind: 'existing', job: toJobRecord(row) }
-    : { kind: 'conflict', jobId: row.id };
+  return repeatOf(input, row);
 }
 
-async function databaseNow(db: NodePgDatabase): Promise<Date> {
+/**
+ * Many creates in one transaction: one INSERT of every row (columns as arrays
+ * through unnest, so the statement has 26 parameters whatever the batch size,
+ * and no per-row query building), then one read of the rows holding the keys
+ * that were already taken. Each input is answered as `create` would answer it
+ * alone, in order, by job id: a key repeated within the batch is an idempotent
+ * repeat of its first use (or a conflict with it).
+ */
+async function createMany(db: NodePgDatabase, inputs: readonly NewJob[], now?: Date): Promise<CreatedJobId[]> {
+  if (inputs.length === 0) return [];
+  return db.transaction(async (tx) => {
+    const clock = now ?? (await databaseNow(tx));
+    const rows = inputs.map((input) => newJobRow(input, clock));
+    const column = <T>(pick: (row: (typeof rows)[number]) => T) => sql.param(rows.map(pick));
+    const iso = (date: Date | null | undefined) => (date ? date.toISOString() : null);
+    const inserted = await tx.execute<{ id: string }>(sql`
+      INSERT INTO jobs (id, namespace, name, task, schedule, run_at, timezone, payload, state, occurrence_at, next_run_at,
+                        max_attempts, retry_initial_ms, retry_max_ms, retry_multiplier, retry_jitter, start_jitter_ms,
+                        pause_on_failure, overlap_policy, catchup_window_ms, timeout_ms, misfire_policy, idempotency_key,
+                        request_digest, created_at, updated_at)
+      SELECT id, namespace, name, task, schedule, run_at, timezone, payload::jsonb, 'DUE', occurrence_at, next_run_at,
+             max_attempts, retry_initial_ms, retry_max_ms, retry_multiplier, retry_jitter, start_jitter_ms,
+             pause_on_failure, overlap_policy::kairos_overlap_policy, catchup_window_ms, timeout_ms,
+             misfire_policy::kairos_misfire_policy, idempotency_key, request_digest, ${clock.toISOString()}::timestamptz,
+             ${clock.toISOString()}::timestamptz
+      FROM unnest(
+        ${column((r) => r.id)}::uuid[], ${column((r) => r.namespace)}::text[], ${column((r) => r.name)}::text[],
+        ${column((r) => r.task)}::text[], ${column((r) => r.schedule)}::text[], ${column((r) => iso(r.runAt))}::timestamptz[],
+        ${column((r) => r.timezone)}::text[], ${column((r) => JSON.stringify(r.payload))}::text[],
+        ${column((r) => iso(r.occurrenceAt))}::timestamptz[], ${column((r) => iso(r.nextRunAt))}::timestamptz[],
+        ${column((r) => r.maxAttempts)}::int[], ${column((r) => r.retryInitialMs)}::int[], ${column((r) => r.retryMaxMs)}::int[],
+        ${column((r) => r.retryMultiplier)}::float8[], ${column((r) => r.retryJitter)}::float8[],
+        ${column((r) => r.startJitterMs)}::int[], ${column((r) => r.pauseOnFailure)}::bool[], ${column((r) => r.overlapPolicy)}::text[],
+        ${column((r) => r.catchupWindowMs)}::bigint[], ${column((r) => r.timeoutMs)}::int[], ${column((r) => r.misfirePolicy)}::text[],
+        ${column((r) => r.idempotencyKey)}::text[], ${column((r) => r.requestDigest)}::text[]
+      ) AS u(id, namespace, name, task, schedule, run_at, timezone, payload, occurrence_at, next_run_at, max_attempts,
+             retry_initial_ms, retry_max_ms, retry_multiplier, retry_jitter, start_jitter_ms, pause_on_failure,
+             overlap_policy, catchup_window_ms, timeout_ms, misfire_policy, idempotency_key, request_digest)
+      ON CONFLICT (namespace, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+      RETURNING id`);
+    const created = new Set(inserted.rows.map((row) => row.id));
+    const refused = inputs.filter((_input, i) => !created.has(rows[i]!.id!));
+    const holders = new Map<string, { id: string; requestDigest: string | null }>();
+    // One read per namespace (the API sends one), by the unique index on (namespace, idempotency_key).
+    const keysByNamespace = new Map<string, string[]>();
+    for (const input of refused) {
+      const keys = keysByNamespace.get(input.namespace) ?? [];
+      keys.push(input.idempotencyKey ?? '');
+      keysByNamespace.set(input.namespace, keys);
+    }
+    for (const [namespace, keys] of keysByNamespace) {
+      const found = await tx
+        .select({ id: jobs.id, idempotencyKey: jobs.idempotencyKey, requestDigest: jobs.requestDigest })
+        .from(jobs)
+        .where(and(eq(jobs.namespace, namespace), sql`${jobs.idempotencyKey} = ANY(${sql.param(keys)}::text[])`));
+      for (const row of found) holders.set(`${namespace}\u0000${row.idempotencyKey}`, row);
+    }
+    return inputs.map((input, i): CreatedJobId => {
+      const id = rows[i]!.id!;
+      if (created.has(id)) return { kind: 'created', jobId: id };
+      const holder = holders.get(`${input.namespace}\u0000${input.idempotencyKey ?? ''}`);
+      if (!holder) throw new Error('jobs.createMany: idempotency key conflicted but no row holds it');
+      return { kind: holder.requestDigest === (input.requestDigest ?? null) ? 'existing' : 'conflict', jobId: holder.id };
+    });
+  });
+}
+
+async function databaseNow(db: Pick<NodePgDatabase, 'execute'>): Promise<Date> {
   const result = await db.execute<{ now: Date | string }>(sql`SELECT now() AS now`);
   const value = result.rows[0]?.now;
   return value instanceof Date ? value : new Date(String(value));

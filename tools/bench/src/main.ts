@@ -22,6 +22,7 @@ import { kairosDriver } from './systems/kairos';
 import { pgBossDriver } from './systems/pgboss';
 import type { Driver } from './systems/types';
 import { buildTemplate, runMillion, runW1, runW4, runW6Small, templateName, type BenchContext } from './workloads';
+import { runW8 } from './w8';
 
 const USAGE = `Usage: npm run bench -- [options]
   (default)            full mode: the issue's sizes, 3 interleaved rounds (< 30 min)
@@ -30,7 +31,7 @@ const USAGE = `Usage: npm run bench -- [options]
   --rounds N           rounds of W1/W2/W3/W5/W6/W7 (W4 always runs once)
   --slots PxS          worker processes x slots each for W1/W2/W3/W5 (default 2x256; a diagnostic:
                        results are comparable only at equal slots)
-  --only w1,w5         workloads to run (w1..w7)
+  --only w1,w5         workloads to run (w1..w8)
   --systems a,b        kairos,graphile-worker,pg-boss (default: all)
   --variants a,b       peer variants: default,tuned (default: both; smoke: tuned)
   --retention          also run Kairos with retention deleting old runs (config kairos:retention), on
@@ -115,7 +116,7 @@ function parseArgs(argv: string[]): Args {
       }
       case '--only': {
         const names = list(value());
-        for (const n of names) if (!WORKLOADS.includes(n as WorkloadName)) throw new Error(`--only: unknown workload ${n} (w1..w7)`);
+        for (const n of names) if (!WORKLOADS.includes(n as WorkloadName)) throw new Error(`--only: unknown workload ${n} (w1..w8)`);
         args.only = new Set(names as WorkloadName[]);
         break;
       }
@@ -266,7 +267,7 @@ async function main(): Promise<void> {
       trace: args.trace,
       seedOldRuns: args.retention ? args.retentionRuns : 0,
     };
-    const raw: RawResults = { w1: {}, million: {}, w6small: {}, w4: {} };
+    const raw: RawResults = { w1: {}, million: {}, w6small: {}, w4: {}, w8: {} };
     const templateMs: Record<string, number> = {};
     if (needTemplates) {
       for (const system of args.systems) {
@@ -300,6 +301,10 @@ async function main(): Promise<void> {
       const w4Configs = configs.filter((c) => c.system === 'kairos' || sizes.w4.peerVariants.includes(c.variant));
       log(`W4 (once): ${w4Configs.map((c) => c.id).join(', ')}`);
       for (const config of w4Configs) raw.w4[config.id] = await runW4(ctx, config);
+    }
+    if (want('w8')) {
+      log(`W8 (once): ${sizes.w8.jobs} jobs through each system's API, ${sizes.w8.clients} calls in flight`);
+      for (const system of args.systems) raw.w8[system] = await runW8(ctx, system);
     }
     for (const system of args.systems) if (needTemplates) await dropDatabase(cluster, templateName(system));
 

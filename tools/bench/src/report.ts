@@ -6,12 +6,14 @@
 import { median, round, SYSTEMS, type SystemConfig, type SystemKey } from './common';
 import type { Sizes } from './sizes';
 import type { MillionResult, SeedCaseResult, W1Result } from './workloads';
+import type { W8Result } from './w8';
 
 export interface RawResults {
   w1: Record<string, W1Result[]>;
   million: Record<string, MillionResult[]>;
   w6small: Partial<Record<SystemKey, Array<number | null>>>;
   w4: Record<string, { high: SeedCaseResult; low: SeedCaseResult }>;
+  w8: Partial<Record<SystemKey, W8Result[]>>;
 }
 
 export interface SpikeFigures {
@@ -45,6 +47,12 @@ export interface Figures {
   w1CpuUsPerJob: { coordinator: number | null; workers: number | null; postgres: number | null; total: number | null } | null;
   walFsyncsPerJob: number | null;
   workerRssMiBAt1M: number | null;
+  /** W8: jobs per second created through the API (Kairos: REST POST /jobs:batch; gRPC below). */
+  bulkCreateJobsPerSec: number | null;
+  /** Extra (Kairos): W8 through gRPC CreateJobs. */
+  bulkCreateGrpcJobsPerSec: number | null;
+  /** W8: seconds to create all of sizes.w8.jobs through the API (Kairos: REST). */
+  bulkCreateSeconds: number | null;
 }
 
 function spikeMedian(results: Array<MillionResult['w2']>): SpikeFigures | null {
@@ -103,6 +111,10 @@ export function figuresFor(raw: RawResults, config: SystemConfig): Figures {
         : null,
     walFsyncsPerJob: round(median(w1.map((r) => r.walFsyncsPerJob)), 3),
     workerRssMiBAt1M: round(median(million.map((m) => m.workerRssMiB))),
+    // W8 runs once per system, not per variant.
+    bulkCreateJobsPerSec: raw.w8[config.system]?.[0]?.jobsPerSec ?? null,
+    bulkCreateGrpcJobsPerSec: config.system === 'kairos' ? (raw.w8.kairos?.[1]?.jobsPerSec ?? null) : null,
+    bulkCreateSeconds: raw.w8[config.system]?.[0]?.seconds ?? null,
   };
 }
 
@@ -140,6 +152,8 @@ export const METRICS: MetricDef[] = [
   { key: 'workerRss', label: 'W7 worker process RSS (max)', unit: 'MiB', better: 'lower', get: (f) => f.workerRssMiBAt1M },
   { key: 'commits', label: 'W7 commits per job (W1)', unit: '', better: 'lower', get: (f) => f.commitsPerJob },
   { key: 'walFsyncs', label: 'W7 WAL fsyncs per job (W1)', unit: '', better: 'lower', get: (f) => f.walFsyncsPerJob },
+  { key: 'bulkCreate', label: 'W8 bulk create through the API (Kairos: REST)', unit: 'jobs/s', better: 'higher', get: (f) => f.bulkCreateJobsPerSec },
+  { key: 'bulkCreateGrpc', label: 'W8 ... Kairos through gRPC CreateJobs', unit: 'jobs/s', better: 'higher', get: (f) => f.bulkCreateGrpcJobsPerSec },
 ];
 
 function best(values: Array<number | null | undefined>, better: Direction): number | null {
@@ -214,6 +228,7 @@ export function buildReport(raw: RawResults, configs: SystemConfig[], sizes: Siz
     add('W6 claim at 1M / at 10k', c && c.at1mMs !== null && c.at10kMs ? c.at1mMs / c.at10kMs : null, '<= 1.5x', (v) => v <= 1.5);
     add('W7 coordinator RSS at 1M', kairos.rssMiBAt1M, '<= 200 MiB', (v) => v <= 200);
     add('W7 durable commits per job', kairos.commitsPerJob, '<= 0.1', (v) => v <= 0.1);
+    if (sizes.w8.jobs >= 1_000_000) add('W8 1M jobs through REST POST /jobs:batch', kairos.bulkCreateSeconds, '< 60 s', (v) => v < 60);
   }
   const ratio = (a: number | null | undefined, b: number | null | undefined) =>
     typeof a === 'number' && typeof b === 'number' && b !== 0 ? round(a / b, 3) : null;

@@ -6,8 +6,8 @@
 import type { Variant } from './common';
 
 export type Mode = 'full' | 'quick' | 'smoke';
-export type WorkloadName = 'w1' | 'w2' | 'w3' | 'w4' | 'w5' | 'w6' | 'w7';
-export const WORKLOADS: readonly WorkloadName[] = ['w1', 'w2', 'w3', 'w4', 'w5', 'w6', 'w7'];
+export type WorkloadName = 'w1' | 'w2' | 'w3' | 'w4' | 'w5' | 'w6' | 'w7' | 'w8';
+export const WORKLOADS: readonly WorkloadName[] = ['w1', 'w2', 'w3', 'w4', 'w5', 'w6', 'w7', 'w8'];
 
 export interface W4Plan {
   /** Jobs in the spike at the high slot count (the seed's 2,000). */
@@ -50,6 +50,8 @@ export interface Sizes {
   w6SmallFuture: number;
   w6Samples: number;
   w4: W4Plan;
+  /** W8: jobs created through each system's API in batches of 1,000, with `clients` calls in flight. */
+  w8: { jobs: number; clients: number };
 }
 
 export function sizesFor(mode: Mode): Sizes {
@@ -82,6 +84,7 @@ export function sizesFor(mode: Mode): Sizes {
           scaledLowJobs: 200,
           peerVariants: ['tuned'],
         },
+        w8: { jobs: 1_000_000, clients: 4 },
       };
     case 'quick':
       return {
@@ -111,6 +114,7 @@ export function sizesFor(mode: Mode): Sizes {
           scaledLowJobs: 200,
           peerVariants: ['tuned'],
         },
+        w8: { jobs: 200_000, clients: 4 },
       };
     case 'smoke':
       return {
@@ -140,6 +144,7 @@ export function sizesFor(mode: Mode): Sizes {
           scaledLowJobs: 8,
           peerVariants: ['tuned'],
         },
+        w8: { jobs: 3_000, clients: 4 },
       };
   }
 }

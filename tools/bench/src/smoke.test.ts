@@ -67,6 +67,8 @@ describe('benchmark harness (smoke)', () => {
       expectNumberOrNull(figures.claim500?.at1mMs, `${system}.claim500.at1mMs`);
       expectNumberOrNull(figures.rssMiBAt1M, `${system}.rssMiBAt1M`);
       expectNumberOrNull(figures.commitsPerJob, `${system}.commitsPerJob`);
+      // W8 runs for every system.
+      expect(typeof figures.bulkCreateJobsPerSec).toBe('number');
     }
     // Every workload ran: Kairos has a value for each figure of the shape.
     const kairos = results.kairos;
@@ -80,6 +82,7 @@ describe('benchmark harness (smoke)', () => {
       kairos.claim500.at1mMs,
       kairos.rssMiBAt1M,
       kairos.commitsPerJob,
+      kairos.bulkCreateGrpcJobsPerSec,
     ]) {
       expect(typeof value).toBe('number');
     }

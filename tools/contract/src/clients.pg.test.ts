@@ -66,12 +66,12 @@ describe('Python and Go clients against a live coordinator', () => {
       env: { ...scenarioEnv, PYTHONDONTWRITEBYTECODE: '1' },
     });
     expectPassed('pytest', finished);
-    expect(finished.output).toMatch(/\b11 passed\b/);
+    expect(finished.output).toMatch(/\b12 passed\b/);
   }, 5 * 60_000);
 
   test('Go: go test runs the scenario list', async () => {
     const finished = await runToEnd('go', ['test', '-count=1', '-v', './...'], { cwd: `${ROOT}/clients/go`, env: scenarioEnv });
     expectPassed('go test', finished);
-    expect(finished.output.match(/^--- PASS/gm)?.length).toBe(11);
+    expect(finished.output.match(/^--- PASS/gm)?.length).toBe(12);
   }, 10 * 60_000);
 });

@@ -61,7 +61,8 @@ describe('docs/clients.md examples run', () => {
   });
 
   test('the document has an example in each language', () => {
-    expect(examples.map((example) => example.lang)).toEqual(['sh', 'sh', 'python', 'go', 'typescript']);
+    // The first five: a job, its runs, a claimed job's refusal; the next four: a batch create.
+    expect(examples.map((example) => example.lang)).toEqual(['sh', 'sh', 'python', 'go', 'typescript', 'sh', 'python', 'go', 'typescript']);
   });
 
   async function run(example: Example): Promise<string> {
@@ -104,7 +105,7 @@ describe('docs/clients.md examples run', () => {
     }
   }
 
-  test.each([0, 1, 2, 3, 4])('example %i runs to a finished run (and a claimed-job refusal where it tries one)', async (index) => {
+  test.each([0, 1, 2, 3, 4, 5, 6, 7, 8])('example %i runs to a finished run (and a claimed-job refusal where it tries one)', async (index) => {
     const example = examples[index]!;
     const output = await run(example);
     expect(output).toContain('SUCCEEDED');
@@ -112,6 +113,10 @@ describe('docs/clients.md examples run', () => {
       // The refusal the example branched on, with the agent that held the job.
       expect(output).toMatch(/JOB_CLAIMED|claimed by docs-agent/);
       expect(output).toContain('docs-agent');
+    }
+    if (example.code.includes('not cron') || example.code.includes('Mars/Olympus')) {
+      // The batch examples: the bad item was refused on its own, naming its field.
+      expect(output).toMatch(/schedule|timezone|INVALID_ARGUMENT/);
     }
   }, 10 * 60_000);
 });

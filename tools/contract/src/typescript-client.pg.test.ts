@@ -100,6 +100,29 @@ describe('TypeScript client against a live coordinator', () => {
     expect((await failure(kairos.createJob({ task: 'sleep', runAt, payload: { seconds: 1 }, idempotencyKey }))).reason).toBe('IDEMPOTENCY_KEY_REUSED');
   });
 
+  test('a batch create answers each job: one runs, an invalid one names its field, a keyed repeat answers the first', async () => {
+    const key = `ts-batch-${randomUUID()}`;
+    const later = new Date(Date.now() + 3_600_000);
+    const results = await kairos.createJobs([
+      { task: 'sleep', runAt: new Date(), payload: { seconds: 0 } },
+      { task: 'sleep', schedule: 'not cron', payload: { seconds: 0 } },
+      { task: 'sleep', runAt: later, payload: { seconds: 0 }, idempotencyKey: key },
+      { task: 'sleep', runAt: later, payload: { seconds: 0 }, idempotencyKey: key },
+    ]);
+    expect(results.map((r) => [r.created, r.error === null])).toEqual([
+      [true, true],
+      [false, false],
+      [true, true],
+      [false, true],
+    ]);
+    expect(results[1]!.error).toMatchObject({ code: 'invalid-argument', field: 'schedule' });
+    expect(results[3]!.jobId).toBe(results[2]!.jobId);
+    const jobId = results[0]!.jobId!;
+    await waitFor(async () => (await kairos.getJob(jobId)).state === 'COMPLETED', { timeoutMs: 60_000 });
+    expect((await kairos.listRuns(jobId)).runs.map((run) => run.outcome)).toEqual(['SUCCEEDED']);
+    await kairos.cancelJob(results[2]!.jobId!);
+  });
+
   test('paging through 250 jobs', async () => {
     const task = `page-${randomUUID().slice(0, 8)}`;
     const runAt = new Date(Date.now() + 86_400_000);

@@ -1,6 +1,7 @@
 /**
  * `kairos jobs create|get|list|edit|cancel|abort|pause|resume|trigger`: JobService calls
  * through @kairos/client, printed as tables or (--json) as one JSON document.
+ * `jobs create-many` (JSON lines in, one answer per line) is create-many.ts's.
  */
 import {
   jobJson,
@@ -15,6 +16,7 @@ import {
 } from '@kairos/client';
 import { Option, type Command } from 'commander';
 import { globalOptions, withClient } from '../context';
+import { registerCreateMany } from './create-many';
 import { UsageError } from '../errors';
 import { decimal, jobState, payloadFromFlags, rfc3339, wholeNumber } from '../flags';
 import type { CliIo } from '../io';
@@ -98,6 +100,8 @@ export function registerJobCommands(program: Command, io: CliIo): Command {
       else if (result.created) io.stdout.write(`created job ${result.jobId}\n`);
       else io.stdout.write(`job ${result.jobId} already exists (same idempotency key and request)\n`);
     });
+
+  registerCreateMany(jobs, io);
 
   jobs
     .command('get')

@@ -15,7 +15,7 @@ export interface CapturedIo {
   stopAsked: Promise<void>;
 }
 
-export function capturedIo(env: Record<string, string> = {}): CapturedIo {
+export function capturedIo(env: Record<string, string> = {}, stdin = ''): CapturedIo {
   const out: string[] = [];
   const err: string[] = [];
   let deliver: (signal: string) => void = () => undefined;
@@ -28,6 +28,9 @@ export function capturedIo(env: Record<string, string> = {}): CapturedIo {
   });
   return {
     io: {
+      stdin: (async function* () {
+        if (stdin !== '') yield stdin;
+      })(),
       stdout: { write: (text: string) => out.push(text) },
       stderr: { write: (text: string) => err.push(text) },
       env,

@@ -13,6 +13,7 @@ import {
   MisfirePolicy,
   OverlapPolicy,
   RunOutcome,
+  type CreateJobRequest,
   type GrpcServiceImplementation,
   type JobService,
   type RetryPolicy,
@@ -20,7 +21,7 @@ import {
 } from '@kairos/proto';
 import type { AgentView } from './views';
 import type { Authenticator } from './auth';
-import { unaryHandlers } from './grpc-unary';
+import { richStatus, unaryHandlers } from './grpc-unary';
 import type { JobCommands, JobView, OccurrenceView, RunView } from './job-commands';
 import { ValidationError } from './validation';
 
@@ -39,28 +40,18 @@ export function jobServiceImplementation(deps: {
 
   return {
     createJob: unary('write', async (req, namespace) => {
-      const body: Record<string, unknown> = { task: req.task };
-      if (req.when.case === 'runAt') body.runAt = timestampText(req.when.value, 'runAt');
-      if (req.when.case === 'schedule') body.schedule = req.when.value;
-      if (req.timezone) body.timezone = req.timezone;
-      if (req.payload) body.payload = req.payload;
-      if (req.name) body.name = req.name;
-      if (req.maxAttempts) body.maxAttempts = req.maxAttempts;
-      if (req.timeoutSeconds) body.timeoutSeconds = req.timeoutSeconds;
-      if (!(req.misfirePolicy in MISFIRE_POLICY_NAMES)) {
-        throw new ValidationError('misfirePolicy', `misfirePolicy ${req.misfirePolicy} is not a MisfirePolicy value`);
-      }
-      const misfirePolicy = MISFIRE_POLICY_NAMES[req.misfirePolicy];
-      if (misfirePolicy !== undefined) body.misfirePolicy = misfirePolicy;
-      if (req.idempotencyKey) body.idempotencyKey = req.idempotencyKey;
-      if (req.retry) body.retry = retryBody(req.retry);
-      if (req.jitterMs) body.jitterMs = req.jitterMs;
-      if (req.pauseOnFailure) body.pauseOnFailure = true;
-      const overlapPolicy = overlapPolicyName(req.overlapPolicy);
-      if (overlapPolicy !== undefined) body.overlapPolicy = overlapPolicy;
-      if (req.catchupWindowMs) body.catchupWindowMs = Number(req.catchupWindowMs);
-      const result = await commands.create(namespace, body);
+      const result = await commands.create(namespace, createJobBody(req));
       return { jobId: result.job.jobId, created: result.created };
+    }),
+    createJobs: unary('write', async (req, namespace) => {
+      const results = await commands.createMany(namespace, req.jobs, createJobBody);
+      return {
+        results: results.map((result) =>
+          result.kind === 'refused'
+            ? { jobId: '', created: false, error: richStatus(result.error) }
+            : { jobId: result.jobId, created: result.kind === 'created' },
+        ),
+      };
     }),
     getJob: unary('read', async (req, namespace) => ({ job: toJobMessage(await commands.get(namespace, req.jobId)) })),
     listJobs: unary('read', async (req, namespace) => {
@@ -204,6 +195,31 @@ function overlapPolicyName(value: OverlapPolicy): JobView['overlapPolicy'] | und
 
 /** Largest Timestamp.seconds RFC 3339 can write (9999-12-31T23:59:59Z); the range check itself is parseRunAt's. */
 const MAX_TIMESTAMP_SECONDS = 253_402_300_799n;
+
+/** A CreateJobRequest as the POST /jobs body job-commands validates (proto zero values: absent). */
+function createJobBody(req: CreateJobRequest): Record<string, unknown> {
+  const body: Record<string, unknown> = { task: req.task };
+  if (req.when.case === 'runAt') body.runAt = timestampText(req.when.value, 'runAt');
+  if (req.when.case === 'schedule') body.schedule = req.when.value;
+  if (req.timezone) body.timezone = req.timezone;
+  if (req.payload) body.payload = req.payload;
+  if (req.name) body.name = req.name;
+  if (req.maxAttempts) body.maxAttempts = req.maxAttempts;
+  if (req.timeoutSeconds) body.timeoutSeconds = req.timeoutSeconds;
+  if (!(req.misfirePolicy in MISFIRE_POLICY_NAMES)) {
+    throw new ValidationError('misfirePolicy', `misfirePolicy ${req.misfirePolicy} is not a MisfirePolicy value`);
+  }
+  const misfirePolicy = MISFIRE_POLICY_NAMES[req.misfirePolicy];
+  if (misfirePolicy !== undefined) body.misfirePolicy = misfirePolicy;
+  if (req.idempotencyKey) body.idempotencyKey = req.idempotencyKey;
+  if (req.retry) body.retry = retryBody(req.retry);
+  if (req.jitterMs) body.jitterMs = req.jitterMs;
+  if (req.pauseOnFailure) body.pauseOnFailure = true;
+  const overlapPolicy = overlapPolicyName(req.overlapPolicy);
+  if (overlapPolicy !== undefined) body.overlapPolicy = overlapPolicy;
+  if (req.catchupWindowMs) body.catchupWindowMs = Number(req.catchupWindowMs);
+  return body;
+}
 
 /** A Timestamp as RFC 3339 text for the shared validation, or a ValidationError naming `field`. */
 function timestampText(timestamp: Timestamp, field: string): string {

@@ -61,12 +61,16 @@ function grpcError(error: unknown, logger: Logger): ServerErrorResponse {
   // values must be printable ASCII, and grpc-js throws (outside this promise) otherwise.
   if (apiError.field) metadata.set('kairos-field', printableAscii(apiError.field));
   const code = ERROR_TABLE[apiError.kind].grpc;
-  metadata.set(STATUS_DETAILS_KEY, Buffer.from(toBinary(RpcStatusSchema, richStatus(apiError, code))));
+  metadata.set(STATUS_DETAILS_KEY, Buffer.from(toBinary(RpcStatusSchema, richStatus(apiError))));
   return Object.assign(new Error(apiError.message), { code, details: apiError.message, metadata });
 }
 
-/** The google.rpc.Status of a failure: ErrorInfo always, BadRequest for a named field, ClaimedJob for a claimed job. */
-function richStatus(error: ApiError, code: number) {
+/**
+ * The google.rpc.Status of a failure: ErrorInfo always, BadRequest for a named
+ * field, ClaimedJob for a claimed job. Also the per-item error of CreateJobs.
+ */
+export function richStatus(error: ApiError) {
+  const code = ERROR_TABLE[error.kind].grpc;
   const metadata: Record<string, string> = {};
   for (const [key, value] of Object.entries(error.details ?? {})) {
     if (value !== null && value !== undefined && typeof value !== 'object') metadata[key] = String(value);

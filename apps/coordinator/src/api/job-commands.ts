@@ -4,11 +4,12 @@
  * Expected refusals leave here as ApiError with the kind that errors.ts maps.
  */
 import { parseCron, previewOccurrences, type CronSchedule, type PreviewedOccurrence } from '@kairos/schedule';
-import type { JobRecord, RunRecord, Store } from '@kairos/store';
-import { ApiError } from './errors';
+import type { JobRecord, NewJob, RunRecord, Store } from '@kairos/store';
+import { ApiError, toApiError } from './errors';
 import type { PayloadSchemas } from './payload-schemas';
 import type { AbortView, BackfillView, JobView, PreviewView, RunView } from './views';
 import {
+  checkBatchSize,
   parseBackfill,
   parseCount,
   parseCreateJob,
@@ -18,12 +19,22 @@ import {
   parseListJobs,
   parseListRuns,
   parsePreview,
+  ValidationError,
 } from './validation';
 
 export type { AbortView, BackfillView, JobView, OccurrenceView, PreviewView, RunView } from './views';
 
+/** One item of a batch create: the job made or found by its key, or why the item was refused. */
+export type BatchItemResult = { kind: 'created' | 'existing'; jobId: string } | { kind: 'refused'; error: ApiError };
+
 export interface JobCommands {
   create(namespace: string, body: unknown): Promise<{ created: boolean; job: JobView }>;
+  /**
+   * Creates up to LIMITS.batchJobs jobs in one transaction, each judged on its
+   * own: answers in the items' order. `toBody` turns an item into a POST /jobs
+   * body (gRPC converts a message); what it throws refuses that item only.
+   */
+  createMany<T>(namespace: string, items: readonly T[], toBody: (item: T) => unknown): Promise<BatchItemResult[]>;
   get(namespace: string, jobId: string): Promise<JobView>;
   list(namespace: string, query: Record<string, unknown>): Promise<{ jobs: JobView[]; nextCursor: string | null }>;
   cancel(namespace: string, jobId: string): Promise<void>;
@@ -122,6 +133,33 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
         default:
           return assertNever(result);
       }
+    },
+    async createMany(namespace, items, toBody) {
+      checkBatchSize(items);
+      const results: Array<BatchItemResult | null> = items.map(() => null);
+      const accepted: Array<{ index: number; input: NewJob }> = [];
+      // One at a time: the payload-schema cache fills on the first item of a task and serves the rest.
+      for (const [index, item] of items.entries()) {
+        try {
+          const input = parseCreateJob(toBody(item));
+          await deps.payloadSchemas?.check(namespace, input.task, input.payload);
+          accepted.push({ index, input: { namespace, ...input } });
+        } catch (error: unknown) {
+          // A refusal is the item's answer; anything else (the store down, a bug) fails the call.
+          if (!(error instanceof ApiError || error instanceof ValidationError)) throw error;
+          results[index] = { kind: 'refused', error: toApiError(error, () => undefined) };
+        }
+      }
+      const stored = await store.jobs.createMany(accepted.map((item) => item.input));
+      for (const [position, outcome] of stored.entries()) {
+        const { index } = accepted[position]!;
+        results[index] =
+          outcome.kind === 'conflict'
+            ? { kind: 'refused', error: keyReused(outcome.jobId) }
+            : { kind: outcome.kind, jobId: outcome.jobId };
+      }
+      if (stored.some((outcome) => outcome.kind === 'created')) onJobsDue();
+      return results.map((result) => result!);
     },
     get: mustGet,
     async list(namespace, query) {
@@ -308,6 +346,10 @@ function upcomingOf(job: JobRecord, count: number, now: Date): PreviewView {
   const from =
     job.state === 'DUE' ? occurrenceAt : job.state === 'CLAIMED' ? new Date(occurrenceAt.getTime() + 1) : now;
   return previewView(cron, previewOccurrences(cron, from, count));
+}
+
+function keyReused(jobId: string): ApiError {
+  return new ApiError('already_exists', `idempotencyKey was already used for a different request (job ${jobId})`, 'idempotencyKey', { jobId });
 }
 
 function notFound(jobId: string): ApiError {

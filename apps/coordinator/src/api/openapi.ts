@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { createTokenSchema } from './token-commands';
-import { backfillSchema, createJobSchema, editJobSchema, LIMITS, listJobsQuerySchema, listRunsQuerySchema, previewSchema } from './validation';
+import { backfillSchema, createJobSchema, createJobsSchema, editJobSchema, LIMITS, listJobsQuerySchema, listRunsQuerySchema, previewSchema } from './validation';
 import { RESPONSE_SCHEMAS } from './views';
 
 type JsonSchema = Record<string, unknown>;
@@ -16,6 +16,7 @@ type ResponseName = keyof typeof RESPONSE_SCHEMAS;
 
 const REQUEST_SCHEMAS = {
   CreateJobRequest: createJobSchema,
+  CreateJobsRequest: createJobsSchema,
   EditJobRequest: editJobSchema,
   PreviewRequest: previewSchema,
   BackfillRequest: backfillSchema,
@@ -131,6 +132,23 @@ function paths(): JsonSchema {
         tags: ['jobs'],
         parameters: queryParams(listJobsQuerySchema),
         responses: { '200': json('JobPage', 'A page of jobs'), ...COMMON_ERRORS },
+      },
+    },
+    '/jobs:batch': {
+      post: {
+        summary: `Create up to ${LIMITS.batchJobs} jobs in one transaction, each judged on its own`,
+        description:
+          'Each item is a POST /jobs body and gets its own answer in `results`, in order: one refused item does not stop the others. ' +
+          'Idempotency keys work per item, also between items of one batch. The call itself fails (400) only when the envelope is wrong.',
+        operationId: 'createJobs',
+        tags: ['jobs'],
+        requestBody: body('CreateJobsRequest'),
+        responses: {
+          '200': json('JobsCreated', 'One result per item: status 201, 200 or the refusal POST /jobs would have answered'),
+          ...COMMON_ERRORS,
+          '413': failure(`The request body is larger than ${LIMITS.batchBodyBytes} bytes: split the batch`),
+          '415': BODY_ERRORS['415'],
+        },
       },
     },
     '/jobs/{id}': {

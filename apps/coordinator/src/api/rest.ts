@@ -19,10 +19,10 @@ import type { AgentView } from './views';
 import type { Metrics } from '../metrics';
 import { authorize, type Authenticator, type Permission, type Principal } from './auth';
 import { ApiError, ERROR_TABLE, errorBody, toApiError } from './errors';
-import type { JobCommands } from './job-commands';
+import type { BatchItemResult, JobCommands } from './job-commands';
 import type { TokenCommands } from './token-commands';
 import { openApiDocument } from './openapi';
-import { LIMITS, queryValue } from './validation';
+import { LIMITS, parseCreateJobs, queryValue } from './validation';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -68,7 +68,7 @@ export function createRestServer(deps: {
   app.setErrorHandler((error, request, reply) => {
     // A method fastify parses bodies for (e.g. QUERY) on a path without that method: the route answer, not the body's.
     if (request.is404) return noRoute(request, reply);
-    const framework = frameworkError(error);
+    const framework = frameworkError(error, request.routeOptions.bodyLimit ?? LIMITS.payloadBytes * 2);
     if (framework) return send(reply, framework.error, framework.status);
     return send(reply, toApiError(error, (cause) => logger.error({ err: cause }, 'request failed')));
   });
@@ -76,7 +76,9 @@ export function createRestServer(deps: {
   const routes: { pattern: RegExp; method: string }[] = [];
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    const pattern = new RegExp(`^${route.url.replace(/:[^/]+/g, '[^/]+')}$`);
+    // Parameters (`:id`) match any segment; an escaped colon (`::`) is a literal one.
+    const literal = route.url.split('::').map((part) => part.replace(/:[^/]+/g, '[^/]+'));
+    const pattern = new RegExp(`^${literal.join(':')}$`);
     for (const method of methods) routes.push({ pattern, method });
   });
   const noRoute = (request: FastifyRequest, reply: FastifyReply) => {
@@ -111,6 +113,12 @@ export function createRestServer(deps: {
   app.post('/jobs', async (request, reply) => {
     const result = await commands.create(namespaceFor(request, 'write'), request.body);
     return reply.code(result.created ? 201 : 200).send({ jobId: result.job.jobId, created: result.created, job: result.job });
+  });
+  // `::` is fastify's escaped colon: the path is /jobs:batch (AIP-136 custom method style).
+  app.post('/jobs::batch', { bodyLimit: LIMITS.batchBodyBytes }, async (request) => {
+    const namespace = namespaceFor(request, 'write');
+    const results = await commands.createMany(namespace, parseCreateJobs(request.body), (item) => item);
+    return { results: results.map(batchItemJson) };
   });
   app.get<{ Params: { id: string } }>('/jobs/:id', async (request, reply) => {
     const job = await commands.get(namespaceFor(request, 'read'), request.params.id);
@@ -179,6 +187,14 @@ export function createRestServer(deps: {
   return app;
 }
 
+/** One answer of POST /jobs:batch: the status POST /jobs would have given the item, with its job or its error. */
+function batchItemJson(result: BatchItemResult, index: number) {
+  if (result.kind === 'refused') {
+    return { index, status: ERROR_TABLE[result.error.kind].http, jobId: null, created: false, error: errorBody(result.error).error };
+  }
+  return { index, status: result.kind === 'created' ? 201 : 200, jobId: result.jobId, created: result.kind === 'created', error: null };
+}
+
 /** A `true`/`false` query parameter (absent: false). */
 function parseBooleanQuery(value: unknown, field: string): boolean {
   if (value === undefined || value === 'false') return false;
@@ -187,13 +203,13 @@ function parseBooleanQuery(value: unknown, field: string): boolean {
 }
 
 /** Fastify's own refusals (body parsing, limits), in the project's error shape, keeping their 4xx status. */
-function frameworkError(error: unknown): { error: ApiError; status: number } | undefined {
+function frameworkError(error: unknown, bodyLimit: number): { error: ApiError; status: number } | undefined {
   if (error instanceof ApiError || !(error instanceof Error)) return undefined;
   const { statusCode, code } = error as { statusCode?: number; code?: string };
   if (typeof statusCode !== 'number' || statusCode < 400 || statusCode >= 500) return undefined;
   switch (code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return { status: 413, error: new ApiError('payload_too_large', `request body exceeds ${LIMITS.payloadBytes * 2} bytes`, 'body') };
+      return { status: 413, error: new ApiError('payload_too_large', `request body exceeds ${bodyLimit} bytes`, 'body') };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return { status: 415, error: new ApiError('invalid_argument', 'content-type must be application/json', 'content-type') };
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':

@@ -18,7 +18,7 @@ import {
   type MisfirePolicy,
   type OverlapPolicy,
 } from '@kairos/schedule';
-import { isJobId, JOB_STATES, type JobEdit, type JobRetry, type JobState } from '@kairos/store';
+import { isJobId, JOB_STATES, MAX_CREATE_BATCH, type JobEdit, type JobRetry, type JobState } from '@kairos/store';
 import { builtinPayloadProblem } from '@kairos/tasks';
 import { findJsonProblem, MAX_PAYLOAD_DEPTH } from './json-safety';
 
@@ -51,6 +51,10 @@ export const LIMITS = {
   retryMultiplier: 10,
   startJitterMs: 3600 * 1000,
   catchupWindowMs: 366 * 24 * 3600 * 1000,
+  /** Jobs in one POST /jobs:batch or CreateJobs call (the store's MAX_CREATE_BATCH). */
+  batchJobs: MAX_CREATE_BATCH,
+  /** The body of one POST /jobs:batch: a batch of large payloads is split by its sender. */
+  batchBodyBytes: 8 * 1024 * 1024,
 } as const;
 
 const retrySchema = z.strictObject(
@@ -284,6 +288,41 @@ function scheduleField<T>(parse: () => T): T {
     if (error instanceof ScheduleValidationError) throw new ValidationError(error.field, error.message);
     throw error;
   }
+}
+
+/**
+ * POST /jobs:batch as documented: each item is a POST /jobs body. The parser
+ * below checks only the envelope; items are judged one by one (parseCreateJob),
+ * so one bad item does not sink the others.
+ */
+export const createJobsSchema = z.strictObject({
+  jobs: z
+    .array(
+      // Documented as a CreateJobRequest, but an item that is not one is answered in `results` (400), not refused with the call.
+      z.union([createJobSchema, z.unknown()]).meta({ description: 'A POST /jobs body (CreateJobRequest), judged on its own' }),
+    )
+    .min(1)
+    .max(LIMITS.batchJobs)
+    .meta({ description: `1 to ${LIMITS.batchJobs} jobs, each a POST /jobs body` }),
+});
+
+/** The items of a batch create, unjudged; refuses a body that is not `{jobs: [1..1000 items]}`. */
+export function parseCreateJobs(body: unknown): unknown[] {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ValidationError('body', 'request body must be a JSON object {"jobs": [...]}');
+  }
+  const unknownKey = Object.keys(body).find((key) => key !== 'jobs');
+  if (unknownKey !== undefined) throw new ValidationError(unknownKey, `unknown field ${JSON.stringify(unknownKey)}; a batch is {"jobs": [...]}`);
+  return checkBatchSize((body as { jobs?: unknown }).jobs);
+}
+
+/** A batch's items: an array of 1 to LIMITS.batchJobs, or a ValidationError naming `jobs`. */
+export function checkBatchSize<T>(jobs: T[] | unknown): T[] {
+  if (!Array.isArray(jobs)) throw new ValidationError('jobs', 'jobs must be an array of jobs to create');
+  if (jobs.length === 0 || jobs.length > LIMITS.batchJobs) {
+    throw new ValidationError('jobs', `jobs must hold 1 to ${LIMITS.batchJobs} jobs, not ${jobs.length}; split larger loads into several calls`);
+  }
+  return jobs as T[];
 }
 
 export const previewSchema = z.strictObject({

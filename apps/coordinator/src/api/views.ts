@@ -133,6 +133,14 @@ export const AgentViewSchema = z.object({
   coordinatorId: z.string(),
 });
 
+const ErrorDetailSchema = z.object({
+  code: z.string().meta({ description: 'The error kind, e.g. invalid_argument, not_found, failed_precondition' }),
+  reason: z.string().meta({ description: 'Stable UPPER_SNAKE_CASE reason to branch on, e.g. JOB_CLAIMED' }),
+  message: z.string(),
+  field: z.string().optional().meta({ description: 'The request field at fault (dotted path)' }),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+
 const cursor = z.string().nullable().meta({ description: 'Pass back as `cursor` for the next page; null on the last page' });
 
 /** The responses, by the name the OpenAPI document gives them. */
@@ -157,15 +165,18 @@ export const RESPONSE_SCHEMAS = {
   TokenCreated: z.object({ id: z.string().meta({ format: 'uuid' }), secret: z.string().meta({ description: 'Shown once' }), token: TokenViewSchema }),
   TokenList: z.object({ tokens: z.array(TokenViewSchema) }),
   Health: z.object({ status: z.string() }),
-  Error: z.object({
-    error: z.object({
-      code: z.string().meta({ description: 'The error kind, e.g. invalid_argument, not_found, failed_precondition' }),
-      reason: z.string().meta({ description: 'Stable UPPER_SNAKE_CASE reason to branch on, e.g. JOB_CLAIMED' }),
-      message: z.string(),
-      field: z.string().optional().meta({ description: 'The request field at fault (dotted path)' }),
-      details: z.record(z.string(), z.unknown()).optional(),
-    }),
+  JobsCreated: z.object({
+    results: z.array(
+      z.object({
+        index: z.number().int().meta({ description: 'The position of the item in the request' }),
+        status: z.number().int().meta({ description: 'What POST /jobs would have answered for this item alone: 201, 200 (idempotent repeat), 400, 409...' }),
+        jobId: z.string().nullable().meta({ format: 'uuid', description: 'The job made (201) or found by its idempotency key (200); null when refused' }),
+        created: z.boolean(),
+        error: ErrorDetailSchema.nullable().meta({ description: 'Why the item was refused (field names a field of the item); null otherwise' }),
+      }),
+    ),
   }),
+  Error: z.object({ error: ErrorDetailSchema }),
 } as const;
 
 export type JobView = z.infer<typeof JobViewSchema>;

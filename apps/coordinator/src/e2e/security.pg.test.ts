@@ -113,6 +113,13 @@ describe('security: tokens, roles and namespaces', () => {
       scoped: false,
       call: (api) => api.createJob({ task: 'sleep', runAt: new Date(Date.now() + 3_600_000).toISOString(), payload: { seconds: 1 } }),
     },
+    {
+      name: 'POST /jobs:batch',
+      need: 'write',
+      ok: 200,
+      scoped: false,
+      call: (api) => api.call('POST', '/jobs:batch', { jobs: [{ task: 'sleep', runAt: new Date(Date.now() + 3_600_000).toISOString(), payload: { seconds: 1 } }] }),
+    },
     { name: 'GET /jobs/{id}', need: 'read', ok: 200, scoped: true, call: (api, id) => api.getJob(id) },
     { name: 'GET /jobs', need: 'read', ok: 200, scoped: false, call: (api) => api.listJobs() },
     { name: 'GET /jobs/{id}/runs', need: 'read', ok: 200, scoped: true, call: (api, id) => api.runs(id) },

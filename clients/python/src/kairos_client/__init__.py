@@ -6,7 +6,7 @@
         job = kairos.create_job("sleep", schedule="*/5 * * * *", payload={"seconds": 1}).job
 """
 
-from .client import Abort, Client, Created, Job, Page, Run
+from .client import MAX_BATCH_JOBS, Abort, BatchResult, Client, Created, Job, Page, Run
 from .errors import (
     AlreadyExists,
     Claim,
@@ -26,6 +26,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Abort",
     "AlreadyExists",
+    "BatchResult",
     "Claim",
     "Client",
     "Created",
@@ -34,6 +35,7 @@ __all__ = [
     "Job",
     "JobClaimed",
     "KairosError",
+    "MAX_BATCH_JOBS",
     "NotFound",
     "Page",
     "PermissionDenied",

@@ -10,14 +10,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Dict, Generic, Iterator, List, Optional, Sequence, TypeVar
+from typing import Any, Dict, Generic, Iterator, List, Mapping, Optional, Sequence, TypeVar
 
 import grpc
 from google.protobuf import json_format, struct_pb2, timestamp_pb2
 
 from kairos.v1 import jobs_pb2, jobs_pb2_grpc
 
-from .errors import InvalidArgument, KairosError, from_rpc_error
+from .errors import InvalidArgument, KairosError, from_rpc_error, from_status
 
 T = TypeVar("T")
 _UTC = timezone.utc
@@ -27,6 +27,8 @@ _OUTCOME_PREFIX = "RUN_OUTCOME_"
 JOB_STATES = ("DUE", "CLAIMED", "COMPLETED", "DEAD", "PAUSED", "CANCELLED")
 MISFIRE_POLICIES = ("fire-once", "skip", "catch-up")
 OVERLAP_POLICIES = ("skip", "buffer-one", "buffer-all", "cancel-other")
+#: The most jobs one create_jobs call takes.
+MAX_BATCH_JOBS = 1000
 
 
 def _instant(ts: timestamp_pb2.Timestamp, present: bool = True) -> Optional[datetime]:
@@ -167,6 +169,15 @@ class Created:
 
 
 @dataclass(frozen=True)
+class BatchResult:
+    """One item's answer from create_jobs: the job made (``created``) or found by its idempotency key, or ``error``."""
+
+    job_id: Optional[str]
+    created: bool
+    error: Optional[KairosError]
+
+
+@dataclass(frozen=True)
 class Abort:
     """An abort sent to the agent running the job."""
 
@@ -247,29 +258,57 @@ class Client:
         idempotency_key: Optional[str] = None,
     ) -> Created:
         """Creates a one-off job (``run_at``) or a recurring one (``schedule``, a cron expression)."""
-        request = jobs_pb2.CreateJobRequest(task=task, name=name or "", idempotency_key=idempotency_key or "")
-        if run_at is not None:
-            if run_at.tzinfo is None:
-                raise InvalidArgument(
-                    "run_at must be timezone-aware", code=grpc.StatusCode.INVALID_ARGUMENT, reason="INVALID_ARGUMENT", field="run_at"
-                )
-            request.run_at.FromDatetime(run_at.astimezone(_UTC))
-        if schedule is not None:
-            request.schedule = schedule
-        if timezone:
-            request.timezone = timezone
-        if payload is not None:
-            request.payload.CopyFrom(_struct(payload))
-        if max_attempts is not None:
-            request.max_attempts = max_attempts
-        if timeout_seconds is not None:
-            request.timeout_seconds = timeout_seconds
-        if misfire_policy is not None:
-            request.misfire_policy = _enum_value(jobs_pb2.MisfirePolicy, "MISFIRE_POLICY_", misfire_policy, "misfire_policy", MISFIRE_POLICIES)
-        if overlap_policy is not None:
-            request.overlap_policy = _enum_value(jobs_pb2.OverlapPolicy, "OVERLAP_POLICY_", overlap_policy, "overlap_policy", OVERLAP_POLICIES)
+        request = _create_request(
+            task,
+            run_at=run_at,
+            schedule=schedule,
+            timezone=timezone,
+            payload=payload,
+            name=name,
+            max_attempts=max_attempts,
+            timeout_seconds=timeout_seconds,
+            misfire_policy=misfire_policy,
+            overlap_policy=overlap_policy,
+            idempotency_key=idempotency_key,
+        )
         answer = self._call(self._jobs.CreateJob, request)
         return Created(job=self.get_job(answer.job_id), created=answer.created)
+
+    def create_jobs(self, jobs: Sequence[Mapping[str, Any]]) -> List[BatchResult]:
+        """Creates 1 to 1000 jobs in one call and one transaction.
+
+        Each item holds ``create_job``'s arguments (``{"task": "sleep", "run_at": ..., "payload": {...}}``)
+        and is answered on its own, in order: a refused item carries the error ``create_job`` would
+        have raised for it and does not stop the others. Raises only when the call as a whole fails.
+        """
+        if not 1 <= len(jobs) <= MAX_BATCH_JOBS:
+            raise InvalidArgument(
+                f"create_jobs takes 1 to {MAX_BATCH_JOBS} jobs", code=grpc.StatusCode.INVALID_ARGUMENT, reason="INVALID_ARGUMENT", field="jobs"
+            )
+        results: List[Optional[BatchResult]] = [None] * len(jobs)
+        sent: List[int] = []
+        request = jobs_pb2.CreateJobsRequest()
+        for index, item in enumerate(jobs):
+            try:
+                arguments = dict(item)
+                request.jobs.append(_create_request(arguments.pop("task", ""), **arguments))
+                sent.append(index)
+            except KairosError as error:
+                results[index] = BatchResult(job_id=None, created=False, error=error)
+            except TypeError as error:
+                results[index] = BatchResult(
+                    job_id=None,
+                    created=False,
+                    error=InvalidArgument(str(error), code=grpc.StatusCode.INVALID_ARGUMENT, reason="INVALID_ARGUMENT"),
+                )
+        if sent:
+            answer = self._call(self._jobs.CreateJobs, request)
+            for index, result in zip(sent, answer.results):
+                if result.HasField("error"):
+                    results[index] = BatchResult(job_id=None, created=False, error=from_status(result.error))
+                else:
+                    results[index] = BatchResult(job_id=result.job_id, created=result.created, error=None)
+        return [result for result in results if result is not None]
 
     def get_job(self, job_id: str) -> Job:
         return Job.from_proto(self._call(self._jobs.GetJob, jobs_pb2.GetJobRequest(job_id=job_id)).job)
@@ -334,6 +373,44 @@ class Client:
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor
+
+
+def _create_request(
+    task: str,
+    *,
+    run_at: Optional[datetime] = None,
+    schedule: Optional[str] = None,
+    timezone: Optional[str] = None,
+    payload: Optional[Dict[str, Any]] = None,
+    name: Optional[str] = None,
+    max_attempts: Optional[int] = None,
+    timeout_seconds: Optional[int] = None,
+    misfire_policy: Optional[str] = None,
+    overlap_policy: Optional[str] = None,
+    idempotency_key: Optional[str] = None,
+) -> jobs_pb2.CreateJobRequest:
+    request = jobs_pb2.CreateJobRequest(task=task, name=name or "", idempotency_key=idempotency_key or "")
+    if run_at is not None:
+        if run_at.tzinfo is None:
+            raise InvalidArgument(
+                "run_at must be timezone-aware", code=grpc.StatusCode.INVALID_ARGUMENT, reason="INVALID_ARGUMENT", field="run_at"
+            )
+        request.run_at.FromDatetime(run_at.astimezone(_UTC))
+    if schedule is not None:
+        request.schedule = schedule
+    if timezone:
+        request.timezone = timezone
+    if payload is not None:
+        request.payload.CopyFrom(_struct(payload))
+    if max_attempts is not None:
+        request.max_attempts = max_attempts
+    if timeout_seconds is not None:
+        request.timeout_seconds = timeout_seconds
+    if misfire_policy is not None:
+        request.misfire_policy = _enum_value(jobs_pb2.MisfirePolicy, "MISFIRE_POLICY_", misfire_policy, "misfire_policy", MISFIRE_POLICIES)
+    if overlap_policy is not None:
+        request.overlap_policy = _enum_value(jobs_pb2.OverlapPolicy, "OVERLAP_POLICY_", overlap_policy, "overlap_policy", OVERLAP_POLICIES)
+    return request
 
 
 def _struct(payload: Dict[str, Any]) -> struct_pb2.Struct:

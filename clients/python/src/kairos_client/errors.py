@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Mapping, Optional
 
 import grpc
-from google.rpc import error_details_pb2
+from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from kairos.v1 import errors_pb2
@@ -119,11 +119,24 @@ def from_rpc_error(error: grpc.RpcError) -> KairosError:
     """The typed error for a failed call, read from its google.rpc.Status details."""
     code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
     message = error.details() if hasattr(error, "details") else str(error)
+    status = rpc_status.from_call(error) if hasattr(error, "trailing_metadata") else None
+    return _typed(code, message, status)
+
+
+_CODE_BY_NUMBER = {status_code.value[0]: status_code for status_code in grpc.StatusCode}
+
+
+def from_status(status: status_pb2.Status) -> KairosError:
+    """The typed error of a google.rpc.Status carried in a response (a refused create_jobs item)."""
+    code = _CODE_BY_NUMBER.get(status.code, grpc.StatusCode.UNKNOWN)
+    return _typed(code, status.message, status)
+
+
+def _typed(code: grpc.StatusCode, message: str, status: Optional[status_pb2.Status]) -> KairosError:
     reason: Optional[str] = None
     field: Optional[str] = None
     metadata: Mapping[str, str] = {}
     claim: Optional[Claim] = None
-    status = rpc_status.from_call(error) if hasattr(error, "trailing_metadata") else None
     if status is not None:
         for detail in status.details:
             if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):

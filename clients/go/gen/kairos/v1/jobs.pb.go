@@ -43,6 +43,7 @@
 package kairosv1
 
 import (
+	status "google.golang.org/genproto/googleapis/rpc/status"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
@@ -1576,6 +1577,163 @@ func (x *CreateJobResponse) GetCreated() bool {
 	return false
 }
 
+type CreateJobsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1 to 1000 jobs, each as CreateJob takes it.
+	Jobs          []*CreateJobRequest `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateJobsRequest) Reset() {
+	*x = CreateJobsRequest{}
+	mi := &file_kairos_v1_jobs_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateJobsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateJobsRequest) ProtoMessage() {}
+
+func (x *CreateJobsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kairos_v1_jobs_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateJobsRequest.ProtoReflect.Descriptor instead.
+func (*CreateJobsRequest) Descriptor() ([]byte, []int) {
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CreateJobsRequest) GetJobs() []*CreateJobRequest {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+type CreateJobsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One result per item of the request, in the same order.
+	Results       []*CreateJobsResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateJobsResponse) Reset() {
+	*x = CreateJobsResponse{}
+	mi := &file_kairos_v1_jobs_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateJobsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateJobsResponse) ProtoMessage() {}
+
+func (x *CreateJobsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kairos_v1_jobs_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateJobsResponse.ProtoReflect.Descriptor instead.
+func (*CreateJobsResponse) Descriptor() ([]byte, []int) {
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CreateJobsResponse) GetResults() []*CreateJobsResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// The answer to one item of CreateJobs.
+type CreateJobsResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job made, or found by its idempotency key; empty when refused.
+	JobId string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// True when this call made the job (see CreateJobResponse.created).
+	Created bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	// Set when the item was refused: the status CreateJob would have failed
+	// with for this item alone (code, message, and details: ErrorInfo with the
+	// reason, BadRequest naming the item's field, e.g. `run_at`). Unset when
+	// the item was accepted.
+	Error         *status.Status `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateJobsResult) Reset() {
+	*x = CreateJobsResult{}
+	mi := &file_kairos_v1_jobs_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateJobsResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateJobsResult) ProtoMessage() {}
+
+func (x *CreateJobsResult) ProtoReflect() protoreflect.Message {
+	mi := &file_kairos_v1_jobs_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateJobsResult.ProtoReflect.Descriptor instead.
+func (*CreateJobsResult) Descriptor() ([]byte, []int) {
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CreateJobsResult) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *CreateJobsResult) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+func (x *CreateJobsResult) GetError() *status.Status {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 type GetJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Required. Identifier of the job.
@@ -1586,7 +1744,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[8]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1598,7 +1756,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[8]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1611,7 +1769,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{8}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetJobRequest) GetJobId() string {
@@ -1631,7 +1789,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[9]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1643,7 +1801,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[9]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1656,7 +1814,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{9}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -1684,7 +1842,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[10]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1854,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[10]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +1867,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{10}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListJobsRequest) GetState() JobState {
@@ -1752,7 +1910,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[11]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1764,7 +1922,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[11]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1777,7 +1935,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{11}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -1804,7 +1962,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[12]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1816,7 +1974,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[12]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1829,7 +1987,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{12}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CancelJobRequest) GetJobId() string {
@@ -1848,7 +2006,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[13]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1860,7 +2018,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[13]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1873,7 +2031,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{13}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{16}
 }
 
 type UpdateJobRequest struct {
@@ -1914,7 +2072,7 @@ type UpdateJobRequest struct {
 
 func (x *UpdateJobRequest) Reset() {
 	*x = UpdateJobRequest{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[14]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1926,7 +2084,7 @@ func (x *UpdateJobRequest) String() string {
 func (*UpdateJobRequest) ProtoMessage() {}
 
 func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[14]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1939,7 +2097,7 @@ func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobRequest) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{14}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *UpdateJobRequest) GetJobId() string {
@@ -2059,7 +2217,7 @@ type UpdateJobResponse struct {
 
 func (x *UpdateJobResponse) Reset() {
 	*x = UpdateJobResponse{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[15]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2071,7 +2229,7 @@ func (x *UpdateJobResponse) String() string {
 func (*UpdateJobResponse) ProtoMessage() {}
 
 func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[15]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2084,7 +2242,7 @@ func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobResponse) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{15}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *UpdateJobResponse) GetJob() *Job {
@@ -2115,7 +2273,7 @@ type StartBackfillRequest struct {
 
 func (x *StartBackfillRequest) Reset() {
 	*x = StartBackfillRequest{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[16]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2127,7 +2285,7 @@ func (x *StartBackfillRequest) String() string {
 func (*StartBackfillRequest) ProtoMessage() {}
 
 func (x *StartBackfillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[16]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2140,7 +2298,7 @@ func (x *StartBackfillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartBackfillRequest.ProtoReflect.Descriptor instead.
 func (*StartBackfillRequest) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{16}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StartBackfillRequest) GetJobId() string {
@@ -2179,7 +2337,7 @@ type StartBackfillResponse struct {
 
 func (x *StartBackfillResponse) Reset() {
 	*x = StartBackfillResponse{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[17]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2191,7 +2349,7 @@ func (x *StartBackfillResponse) String() string {
 func (*StartBackfillResponse) ProtoMessage() {}
 
 func (x *StartBackfillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[17]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2204,7 +2362,7 @@ func (x *StartBackfillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartBackfillResponse.ProtoReflect.Descriptor instead.
 func (*StartBackfillResponse) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{17}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StartBackfillResponse) GetFirst() *timestamppb.Timestamp {
@@ -2245,7 +2403,7 @@ type CancelBackfillRequest struct {
 
 func (x *CancelBackfillRequest) Reset() {
 	*x = CancelBackfillRequest{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[18]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2257,7 +2415,7 @@ func (x *CancelBackfillRequest) String() string {
 func (*CancelBackfillRequest) ProtoMessage() {}
 
 func (x *CancelBackfillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[18]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2270,7 +2428,7 @@ func (x *CancelBackfillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelBackfillRequest.ProtoReflect.Descriptor instead.
 func (*CancelBackfillRequest) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{18}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CancelBackfillRequest) GetJobId() string {
@@ -2291,7 +2449,7 @@ type CancelBackfillResponse struct {
 
 func (x *CancelBackfillResponse) Reset() {
 	*x = CancelBackfillResponse{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[19]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2303,7 +2461,7 @@ func (x *CancelBackfillResponse) String() string {
 func (*CancelBackfillResponse) ProtoMessage() {}
 
 func (x *CancelBackfillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[19]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2316,7 +2474,7 @@ func (x *CancelBackfillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelBackfillResponse.ProtoReflect.Descriptor instead.
 func (*CancelBackfillResponse) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{19}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CancelBackfillResponse) GetFinishing() bool {
@@ -2340,7 +2498,7 @@ type AbortRunRequest struct {
 
 func (x *AbortRunRequest) Reset() {
 	*x = AbortRunRequest{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[20]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2352,7 +2510,7 @@ func (x *AbortRunRequest) String() string {
 func (*AbortRunRequest) ProtoMessage() {}
 
 func (x *AbortRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[20]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2365,7 +2523,7 @@ func (x *AbortRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRunRequest.ProtoReflect.Descriptor instead.
 func (*AbortRunRequest) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{20}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AbortRunRequest) GetJobId() string {
@@ -2400,7 +2558,7 @@ type AbortRunResponse struct {
 
 func (x *AbortRunResponse) Reset() {
 	*x = AbortRunResponse{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[21]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2412,7 +2570,7 @@ func (x *AbortRunResponse) String() string {
 func (*AbortRunResponse) ProtoMessage() {}
 
 func (x *AbortRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[21]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2425,7 +2583,7 @@ func (x *AbortRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRunResponse.ProtoReflect.Descriptor instead.
 func (*AbortRunResponse) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{21}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AbortRunResponse) GetRunId() string {
@@ -2479,7 +2637,7 @@ type PreviewScheduleRequest struct {
 
 func (x *PreviewScheduleRequest) Reset() {
 	*x = PreviewScheduleRequest{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[22]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2491,7 +2649,7 @@ func (x *PreviewScheduleRequest) String() string {
 func (*PreviewScheduleRequest) ProtoMessage() {}
 
 func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[22]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2504,7 +2662,7 @@ func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{22}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PreviewScheduleRequest) GetSchedule() string {
@@ -2549,7 +2707,7 @@ type PreviewScheduleResponse struct {
 
 func (x *PreviewScheduleResponse) Reset() {
 	*x = PreviewScheduleResponse{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[23]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2561,7 +2719,7 @@ func (x *PreviewScheduleResponse) String() string {
 func (*PreviewScheduleResponse) ProtoMessage() {}
 
 func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[23]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2574,7 +2732,7 @@ func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleResponse.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{23}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PreviewScheduleResponse) GetSchedule() string {
@@ -2610,7 +2768,7 @@ type ListUpcomingRequest struct {
 
 func (x *ListUpcomingRequest) Reset() {
 	*x = ListUpcomingRequest{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[24]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2622,7 +2780,7 @@ func (x *ListUpcomingRequest) String() string {
 func (*ListUpcomingRequest) ProtoMessage() {}
 
 func (x *ListUpcomingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[24]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2635,7 +2793,7 @@ func (x *ListUpcomingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUpcomingRequest.ProtoReflect.Descriptor instead.
 func (*ListUpcomingRequest) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{24}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListUpcomingRequest) GetJobId() string {
@@ -2668,7 +2826,7 @@ type ListUpcomingResponse struct {
 
 func (x *ListUpcomingResponse) Reset() {
 	*x = ListUpcomingResponse{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[25]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2680,7 +2838,7 @@ func (x *ListUpcomingResponse) String() string {
 func (*ListUpcomingResponse) ProtoMessage() {}
 
 func (x *ListUpcomingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[25]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2693,7 +2851,7 @@ func (x *ListUpcomingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUpcomingResponse.ProtoReflect.Descriptor instead.
 func (*ListUpcomingResponse) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{25}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListUpcomingResponse) GetJobId() string {
@@ -2744,7 +2902,7 @@ type Occurrence struct {
 
 func (x *Occurrence) Reset() {
 	*x = Occurrence{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[26]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2756,7 +2914,7 @@ func (x *Occurrence) String() string {
 func (*Occurrence) ProtoMessage() {}
 
 func (x *Occurrence) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[26]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2769,7 +2927,7 @@ func (x *Occurrence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Occurrence.ProtoReflect.Descriptor instead.
 func (*Occurrence) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{26}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Occurrence) GetAt() *timestamppb.Timestamp {
@@ -2817,7 +2975,7 @@ type PauseJobRequest struct {
 
 func (x *PauseJobRequest) Reset() {
 	*x = PauseJobRequest{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[27]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2829,7 +2987,7 @@ func (x *PauseJobRequest) String() string {
 func (*PauseJobRequest) ProtoMessage() {}
 
 func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[27]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2842,7 +3000,7 @@ func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobRequest.ProtoReflect.Descriptor instead.
 func (*PauseJobRequest) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{27}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PauseJobRequest) GetJobId() string {
@@ -2862,7 +3020,7 @@ type PauseJobResponse struct {
 
 func (x *PauseJobResponse) Reset() {
 	*x = PauseJobResponse{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[28]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2874,7 +3032,7 @@ func (x *PauseJobResponse) String() string {
 func (*PauseJobResponse) ProtoMessage() {}
 
 func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[28]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2887,7 +3045,7 @@ func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobResponse.ProtoReflect.Descriptor instead.
 func (*PauseJobResponse) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{28}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PauseJobResponse) GetJob() *Job {
@@ -2907,7 +3065,7 @@ type ResumeJobRequest struct {
 
 func (x *ResumeJobRequest) Reset() {
 	*x = ResumeJobRequest{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[29]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2919,7 +3077,7 @@ func (x *ResumeJobRequest) String() string {
 func (*ResumeJobRequest) ProtoMessage() {}
 
 func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[29]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2932,7 +3090,7 @@ func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobRequest.ProtoReflect.Descriptor instead.
 func (*ResumeJobRequest) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{29}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ResumeJobRequest) GetJobId() string {
@@ -2952,7 +3110,7 @@ type ResumeJobResponse struct {
 
 func (x *ResumeJobResponse) Reset() {
 	*x = ResumeJobResponse{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[30]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2964,7 +3122,7 @@ func (x *ResumeJobResponse) String() string {
 func (*ResumeJobResponse) ProtoMessage() {}
 
 func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[30]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2977,7 +3135,7 @@ func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobResponse.ProtoReflect.Descriptor instead.
 func (*ResumeJobResponse) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{30}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ResumeJobResponse) GetJob() *Job {
@@ -2997,7 +3155,7 @@ type TriggerJobRequest struct {
 
 func (x *TriggerJobRequest) Reset() {
 	*x = TriggerJobRequest{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[31]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3009,7 +3167,7 @@ func (x *TriggerJobRequest) String() string {
 func (*TriggerJobRequest) ProtoMessage() {}
 
 func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[31]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3022,7 +3180,7 @@ func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobRequest.ProtoReflect.Descriptor instead.
 func (*TriggerJobRequest) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{31}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *TriggerJobRequest) GetJobId() string {
@@ -3042,7 +3200,7 @@ type TriggerJobResponse struct {
 
 func (x *TriggerJobResponse) Reset() {
 	*x = TriggerJobResponse{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[32]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3054,7 +3212,7 @@ func (x *TriggerJobResponse) String() string {
 func (*TriggerJobResponse) ProtoMessage() {}
 
 func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[32]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3067,7 +3225,7 @@ func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobResponse.ProtoReflect.Descriptor instead.
 func (*TriggerJobResponse) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{32}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *TriggerJobResponse) GetJob() *Job {
@@ -3093,7 +3251,7 @@ type ListRunsRequest struct {
 
 func (x *ListRunsRequest) Reset() {
 	*x = ListRunsRequest{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[33]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3105,7 +3263,7 @@ func (x *ListRunsRequest) String() string {
 func (*ListRunsRequest) ProtoMessage() {}
 
 func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[33]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3118,7 +3276,7 @@ func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsRequest.ProtoReflect.Descriptor instead.
 func (*ListRunsRequest) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{33}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListRunsRequest) GetJobId() string {
@@ -3154,7 +3312,7 @@ type ListRunsResponse struct {
 
 func (x *ListRunsResponse) Reset() {
 	*x = ListRunsResponse{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[34]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3166,7 +3324,7 @@ func (x *ListRunsResponse) String() string {
 func (*ListRunsResponse) ProtoMessage() {}
 
 func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[34]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3179,7 +3337,7 @@ func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsResponse.ProtoReflect.Descriptor instead.
 func (*ListRunsResponse) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{34}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListRunsResponse) GetRuns() []*Run {
@@ -3204,7 +3362,7 @@ type ListAgentsRequest struct {
 
 func (x *ListAgentsRequest) Reset() {
 	*x = ListAgentsRequest{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[35]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3216,7 +3374,7 @@ func (x *ListAgentsRequest) String() string {
 func (*ListAgentsRequest) ProtoMessage() {}
 
 func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[35]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3229,7 +3387,7 @@ func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsRequest.ProtoReflect.Descriptor instead.
 func (*ListAgentsRequest) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{35}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{38}
 }
 
 type ListAgentsResponse struct {
@@ -3242,7 +3400,7 @@ type ListAgentsResponse struct {
 
 func (x *ListAgentsResponse) Reset() {
 	*x = ListAgentsResponse{}
-	mi := &file_kairos_v1_jobs_proto_msgTypes[36]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3254,7 +3412,7 @@ func (x *ListAgentsResponse) String() string {
 func (*ListAgentsResponse) ProtoMessage() {}
 
 func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_jobs_proto_msgTypes[36]
+	mi := &file_kairos_v1_jobs_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3267,7 +3425,7 @@ func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsResponse.ProtoReflect.Descriptor instead.
 func (*ListAgentsResponse) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{36}
+	return file_kairos_v1_jobs_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListAgentsResponse) GetAgents() []*Agent {
@@ -3281,7 +3439,7 @@ var File_kairos_v1_jobs_proto protoreflect.FileDescriptor
 
 const file_kairos_v1_jobs_proto_rawDesc = "" +
 	"\n" +
-	"\x14kairos/v1/jobs.proto\x12\tkairos.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcd\t\n" +
+	"\x14kairos/v1/jobs.proto\x12\tkairos.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x17google/rpc/status.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcd\t\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
@@ -3386,7 +3544,15 @@ const file_kairos_v1_jobs_proto_rawDesc = "" +
 	"\x04when\"D\n" +
 	"\x11CreateJobResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"&\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"D\n" +
+	"\x11CreateJobsRequest\x12/\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x1b.kairos.v1.CreateJobRequestR\x04jobs\"K\n" +
+	"\x12CreateJobsResponse\x125\n" +
+	"\aresults\x18\x01 \x03(\v2\x1b.kairos.v1.CreateJobsResultR\aresults\"m\n" +
+	"\x10CreateJobsResult\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12(\n" +
+	"\x05error\x18\x03 \x01(\v2\x12.google.rpc.StatusR\x05error\"&\n" +
 	"\rGetJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"2\n" +
 	"\x0eGetJobResponse\x12 \n" +
@@ -3538,10 +3704,12 @@ const file_kairos_v1_jobs_proto_rawDesc = "" +
 	"\x14DST_MARK_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14DST_MARK_GAP_SHIFTED\x10\x01\x12\x1b\n" +
 	"\x17DST_MARK_REPEATED_FIRST\x10\x02\x12\x1d\n" +
-	"\x19DST_MARK_REPEATED_ELAPSED\x10\x032\xeb\b\n" +
+	"\x19DST_MARK_REPEATED_ELAPSED\x10\x032\xb6\t\n" +
 	"\n" +
 	"JobService\x12F\n" +
-	"\tCreateJob\x12\x1b.kairos.v1.CreateJobRequest\x1a\x1c.kairos.v1.CreateJobResponse\x12=\n" +
+	"\tCreateJob\x12\x1b.kairos.v1.CreateJobRequest\x1a\x1c.kairos.v1.CreateJobResponse\x12I\n" +
+	"\n" +
+	"CreateJobs\x12\x1c.kairos.v1.CreateJobsRequest\x1a\x1d.kairos.v1.CreateJobsResponse\x12=\n" +
 	"\x06GetJob\x12\x18.kairos.v1.GetJobRequest\x1a\x19.kairos.v1.GetJobResponse\x12C\n" +
 	"\bListJobs\x12\x1a.kairos.v1.ListJobsRequest\x1a\x1b.kairos.v1.ListJobsResponse\x12F\n" +
 	"\tCancelJob\x12\x1b.kairos.v1.CancelJobRequest\x1a\x1c.kairos.v1.CancelJobResponse\x12C\n" +
@@ -3574,7 +3742,7 @@ func file_kairos_v1_jobs_proto_rawDescGZIP() []byte {
 }
 
 var file_kairos_v1_jobs_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_kairos_v1_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_kairos_v1_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_kairos_v1_jobs_proto_goTypes = []any{
 	(JobState)(0),                   // 0: kairos.v1.JobState
 	(MisfirePolicy)(0),              // 1: kairos.v1.MisfirePolicy
@@ -3590,126 +3758,135 @@ var file_kairos_v1_jobs_proto_goTypes = []any{
 	(*Agent)(nil),                   // 11: kairos.v1.Agent
 	(*CreateJobRequest)(nil),        // 12: kairos.v1.CreateJobRequest
 	(*CreateJobResponse)(nil),       // 13: kairos.v1.CreateJobResponse
-	(*GetJobRequest)(nil),           // 14: kairos.v1.GetJobRequest
-	(*GetJobResponse)(nil),          // 15: kairos.v1.GetJobResponse
-	(*ListJobsRequest)(nil),         // 16: kairos.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),        // 17: kairos.v1.ListJobsResponse
-	(*CancelJobRequest)(nil),        // 18: kairos.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),       // 19: kairos.v1.CancelJobResponse
-	(*UpdateJobRequest)(nil),        // 20: kairos.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),       // 21: kairos.v1.UpdateJobResponse
-	(*StartBackfillRequest)(nil),    // 22: kairos.v1.StartBackfillRequest
-	(*StartBackfillResponse)(nil),   // 23: kairos.v1.StartBackfillResponse
-	(*CancelBackfillRequest)(nil),   // 24: kairos.v1.CancelBackfillRequest
-	(*CancelBackfillResponse)(nil),  // 25: kairos.v1.CancelBackfillResponse
-	(*AbortRunRequest)(nil),         // 26: kairos.v1.AbortRunRequest
-	(*AbortRunResponse)(nil),        // 27: kairos.v1.AbortRunResponse
-	(*PreviewScheduleRequest)(nil),  // 28: kairos.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil), // 29: kairos.v1.PreviewScheduleResponse
-	(*ListUpcomingRequest)(nil),     // 30: kairos.v1.ListUpcomingRequest
-	(*ListUpcomingResponse)(nil),    // 31: kairos.v1.ListUpcomingResponse
-	(*Occurrence)(nil),              // 32: kairos.v1.Occurrence
-	(*PauseJobRequest)(nil),         // 33: kairos.v1.PauseJobRequest
-	(*PauseJobResponse)(nil),        // 34: kairos.v1.PauseJobResponse
-	(*ResumeJobRequest)(nil),        // 35: kairos.v1.ResumeJobRequest
-	(*ResumeJobResponse)(nil),       // 36: kairos.v1.ResumeJobResponse
-	(*TriggerJobRequest)(nil),       // 37: kairos.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),      // 38: kairos.v1.TriggerJobResponse
-	(*ListRunsRequest)(nil),         // 39: kairos.v1.ListRunsRequest
-	(*ListRunsResponse)(nil),        // 40: kairos.v1.ListRunsResponse
-	(*ListAgentsRequest)(nil),       // 41: kairos.v1.ListAgentsRequest
-	(*ListAgentsResponse)(nil),      // 42: kairos.v1.ListAgentsResponse
-	(*timestamppb.Timestamp)(nil),   // 43: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),         // 44: google.protobuf.Struct
+	(*CreateJobsRequest)(nil),       // 14: kairos.v1.CreateJobsRequest
+	(*CreateJobsResponse)(nil),      // 15: kairos.v1.CreateJobsResponse
+	(*CreateJobsResult)(nil),        // 16: kairos.v1.CreateJobsResult
+	(*GetJobRequest)(nil),           // 17: kairos.v1.GetJobRequest
+	(*GetJobResponse)(nil),          // 18: kairos.v1.GetJobResponse
+	(*ListJobsRequest)(nil),         // 19: kairos.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),        // 20: kairos.v1.ListJobsResponse
+	(*CancelJobRequest)(nil),        // 21: kairos.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),       // 22: kairos.v1.CancelJobResponse
+	(*UpdateJobRequest)(nil),        // 23: kairos.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),       // 24: kairos.v1.UpdateJobResponse
+	(*StartBackfillRequest)(nil),    // 25: kairos.v1.StartBackfillRequest
+	(*StartBackfillResponse)(nil),   // 26: kairos.v1.StartBackfillResponse
+	(*CancelBackfillRequest)(nil),   // 27: kairos.v1.CancelBackfillRequest
+	(*CancelBackfillResponse)(nil),  // 28: kairos.v1.CancelBackfillResponse
+	(*AbortRunRequest)(nil),         // 29: kairos.v1.AbortRunRequest
+	(*AbortRunResponse)(nil),        // 30: kairos.v1.AbortRunResponse
+	(*PreviewScheduleRequest)(nil),  // 31: kairos.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil), // 32: kairos.v1.PreviewScheduleResponse
+	(*ListUpcomingRequest)(nil),     // 33: kairos.v1.ListUpcomingRequest
+	(*ListUpcomingResponse)(nil),    // 34: kairos.v1.ListUpcomingResponse
+	(*Occurrence)(nil),              // 35: kairos.v1.Occurrence
+	(*PauseJobRequest)(nil),         // 36: kairos.v1.PauseJobRequest
+	(*PauseJobResponse)(nil),        // 37: kairos.v1.PauseJobResponse
+	(*ResumeJobRequest)(nil),        // 38: kairos.v1.ResumeJobRequest
+	(*ResumeJobResponse)(nil),       // 39: kairos.v1.ResumeJobResponse
+	(*TriggerJobRequest)(nil),       // 40: kairos.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),      // 41: kairos.v1.TriggerJobResponse
+	(*ListRunsRequest)(nil),         // 42: kairos.v1.ListRunsRequest
+	(*ListRunsResponse)(nil),        // 43: kairos.v1.ListRunsResponse
+	(*ListAgentsRequest)(nil),       // 44: kairos.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil),      // 45: kairos.v1.ListAgentsResponse
+	(*timestamppb.Timestamp)(nil),   // 46: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),         // 47: google.protobuf.Struct
+	(*status.Status)(nil),           // 48: google.rpc.Status
 }
 var file_kairos_v1_jobs_proto_depIdxs = []int32{
-	43, // 0: kairos.v1.Job.run_at:type_name -> google.protobuf.Timestamp
-	44, // 1: kairos.v1.Job.payload:type_name -> google.protobuf.Struct
+	46, // 0: kairos.v1.Job.run_at:type_name -> google.protobuf.Timestamp
+	47, // 1: kairos.v1.Job.payload:type_name -> google.protobuf.Struct
 	0,  // 2: kairos.v1.Job.state:type_name -> kairos.v1.JobState
-	43, // 3: kairos.v1.Job.next_run_at:type_name -> google.protobuf.Timestamp
+	46, // 3: kairos.v1.Job.next_run_at:type_name -> google.protobuf.Timestamp
 	1,  // 4: kairos.v1.Job.misfire_policy:type_name -> kairos.v1.MisfirePolicy
-	43, // 5: kairos.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	43, // 6: kairos.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	46, // 5: kairos.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	46, // 6: kairos.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
 	9,  // 7: kairos.v1.Job.abort:type_name -> kairos.v1.AbortInProgress
 	8,  // 8: kairos.v1.Job.retry:type_name -> kairos.v1.RetryPolicy
 	2,  // 9: kairos.v1.Job.overlap_policy:type_name -> kairos.v1.OverlapPolicy
 	7,  // 10: kairos.v1.Job.backfill:type_name -> kairos.v1.BackfillInProgress
-	43, // 11: kairos.v1.Job.occurrence_at:type_name -> google.protobuf.Timestamp
-	43, // 12: kairos.v1.BackfillInProgress.through:type_name -> google.protobuf.Timestamp
-	43, // 13: kairos.v1.BackfillInProgress.resume_at:type_name -> google.protobuf.Timestamp
-	43, // 14: kairos.v1.AbortInProgress.requested_at:type_name -> google.protobuf.Timestamp
-	43, // 15: kairos.v1.Run.scheduled_for:type_name -> google.protobuf.Timestamp
-	43, // 16: kairos.v1.Run.started_at:type_name -> google.protobuf.Timestamp
-	43, // 17: kairos.v1.Run.finished_at:type_name -> google.protobuf.Timestamp
+	46, // 11: kairos.v1.Job.occurrence_at:type_name -> google.protobuf.Timestamp
+	46, // 12: kairos.v1.BackfillInProgress.through:type_name -> google.protobuf.Timestamp
+	46, // 13: kairos.v1.BackfillInProgress.resume_at:type_name -> google.protobuf.Timestamp
+	46, // 14: kairos.v1.AbortInProgress.requested_at:type_name -> google.protobuf.Timestamp
+	46, // 15: kairos.v1.Run.scheduled_for:type_name -> google.protobuf.Timestamp
+	46, // 16: kairos.v1.Run.started_at:type_name -> google.protobuf.Timestamp
+	46, // 17: kairos.v1.Run.finished_at:type_name -> google.protobuf.Timestamp
 	3,  // 18: kairos.v1.Run.outcome:type_name -> kairos.v1.RunOutcome
-	43, // 19: kairos.v1.Agent.connected_at:type_name -> google.protobuf.Timestamp
-	43, // 20: kairos.v1.Agent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
-	43, // 21: kairos.v1.Agent.quarantined_until:type_name -> google.protobuf.Timestamp
-	43, // 22: kairos.v1.CreateJobRequest.run_at:type_name -> google.protobuf.Timestamp
-	44, // 23: kairos.v1.CreateJobRequest.payload:type_name -> google.protobuf.Struct
+	46, // 19: kairos.v1.Agent.connected_at:type_name -> google.protobuf.Timestamp
+	46, // 20: kairos.v1.Agent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	46, // 21: kairos.v1.Agent.quarantined_until:type_name -> google.protobuf.Timestamp
+	46, // 22: kairos.v1.CreateJobRequest.run_at:type_name -> google.protobuf.Timestamp
+	47, // 23: kairos.v1.CreateJobRequest.payload:type_name -> google.protobuf.Struct
 	1,  // 24: kairos.v1.CreateJobRequest.misfire_policy:type_name -> kairos.v1.MisfirePolicy
 	8,  // 25: kairos.v1.CreateJobRequest.retry:type_name -> kairos.v1.RetryPolicy
 	2,  // 26: kairos.v1.CreateJobRequest.overlap_policy:type_name -> kairos.v1.OverlapPolicy
-	6,  // 27: kairos.v1.GetJobResponse.job:type_name -> kairos.v1.Job
-	0,  // 28: kairos.v1.ListJobsRequest.state:type_name -> kairos.v1.JobState
-	6,  // 29: kairos.v1.ListJobsResponse.jobs:type_name -> kairos.v1.Job
-	43, // 30: kairos.v1.UpdateJobRequest.run_at:type_name -> google.protobuf.Timestamp
-	44, // 31: kairos.v1.UpdateJobRequest.payload:type_name -> google.protobuf.Struct
-	1,  // 32: kairos.v1.UpdateJobRequest.misfire_policy:type_name -> kairos.v1.MisfirePolicy
-	8,  // 33: kairos.v1.UpdateJobRequest.retry:type_name -> kairos.v1.RetryPolicy
-	2,  // 34: kairos.v1.UpdateJobRequest.overlap_policy:type_name -> kairos.v1.OverlapPolicy
-	6,  // 35: kairos.v1.UpdateJobResponse.job:type_name -> kairos.v1.Job
-	4,  // 36: kairos.v1.UpdateJobResponse.applies:type_name -> kairos.v1.EditApplies
-	43, // 37: kairos.v1.StartBackfillRequest.from:type_name -> google.protobuf.Timestamp
-	43, // 38: kairos.v1.StartBackfillRequest.to:type_name -> google.protobuf.Timestamp
-	43, // 39: kairos.v1.StartBackfillResponse.first:type_name -> google.protobuf.Timestamp
-	43, // 40: kairos.v1.StartBackfillResponse.last:type_name -> google.protobuf.Timestamp
-	43, // 41: kairos.v1.StartBackfillResponse.resume_at:type_name -> google.protobuf.Timestamp
-	43, // 42: kairos.v1.PreviewScheduleRequest.from:type_name -> google.protobuf.Timestamp
-	32, // 43: kairos.v1.PreviewScheduleResponse.occurrences:type_name -> kairos.v1.Occurrence
-	32, // 44: kairos.v1.ListUpcomingResponse.occurrences:type_name -> kairos.v1.Occurrence
-	43, // 45: kairos.v1.Occurrence.at:type_name -> google.protobuf.Timestamp
-	5,  // 46: kairos.v1.Occurrence.dst:type_name -> kairos.v1.DstMark
-	6,  // 47: kairos.v1.PauseJobResponse.job:type_name -> kairos.v1.Job
-	6,  // 48: kairos.v1.ResumeJobResponse.job:type_name -> kairos.v1.Job
-	6,  // 49: kairos.v1.TriggerJobResponse.job:type_name -> kairos.v1.Job
-	10, // 50: kairos.v1.ListRunsResponse.runs:type_name -> kairos.v1.Run
-	11, // 51: kairos.v1.ListAgentsResponse.agents:type_name -> kairos.v1.Agent
-	12, // 52: kairos.v1.JobService.CreateJob:input_type -> kairos.v1.CreateJobRequest
-	14, // 53: kairos.v1.JobService.GetJob:input_type -> kairos.v1.GetJobRequest
-	16, // 54: kairos.v1.JobService.ListJobs:input_type -> kairos.v1.ListJobsRequest
-	18, // 55: kairos.v1.JobService.CancelJob:input_type -> kairos.v1.CancelJobRequest
-	26, // 56: kairos.v1.JobService.AbortRun:input_type -> kairos.v1.AbortRunRequest
-	33, // 57: kairos.v1.JobService.PauseJob:input_type -> kairos.v1.PauseJobRequest
-	35, // 58: kairos.v1.JobService.ResumeJob:input_type -> kairos.v1.ResumeJobRequest
-	37, // 59: kairos.v1.JobService.TriggerJob:input_type -> kairos.v1.TriggerJobRequest
-	39, // 60: kairos.v1.JobService.ListRuns:input_type -> kairos.v1.ListRunsRequest
-	41, // 61: kairos.v1.JobService.ListAgents:input_type -> kairos.v1.ListAgentsRequest
-	20, // 62: kairos.v1.JobService.UpdateJob:input_type -> kairos.v1.UpdateJobRequest
-	22, // 63: kairos.v1.JobService.StartBackfill:input_type -> kairos.v1.StartBackfillRequest
-	24, // 64: kairos.v1.JobService.CancelBackfill:input_type -> kairos.v1.CancelBackfillRequest
-	28, // 65: kairos.v1.JobService.PreviewSchedule:input_type -> kairos.v1.PreviewScheduleRequest
-	30, // 66: kairos.v1.JobService.ListUpcoming:input_type -> kairos.v1.ListUpcomingRequest
-	13, // 67: kairos.v1.JobService.CreateJob:output_type -> kairos.v1.CreateJobResponse
-	15, // 68: kairos.v1.JobService.GetJob:output_type -> kairos.v1.GetJobResponse
-	17, // 69: kairos.v1.JobService.ListJobs:output_type -> kairos.v1.ListJobsResponse
-	19, // 70: kairos.v1.JobService.CancelJob:output_type -> kairos.v1.CancelJobResponse
-	27, // 71: kairos.v1.JobService.AbortRun:output_type -> kairos.v1.AbortRunResponse
-	34, // 72: kairos.v1.JobService.PauseJob:output_type -> kairos.v1.PauseJobResponse
-	36, // 73: kairos.v1.JobService.ResumeJob:output_type -> kairos.v1.ResumeJobResponse
-	38, // 74: kairos.v1.JobService.TriggerJob:output_type -> kairos.v1.TriggerJobResponse
-	40, // 75: kairos.v1.JobService.ListRuns:output_type -> kairos.v1.ListRunsResponse
-	42, // 76: kairos.v1.JobService.ListAgents:output_type -> kairos.v1.ListAgentsResponse
-	21, // 77: kairos.v1.JobService.UpdateJob:output_type -> kairos.v1.UpdateJobResponse
-	23, // 78: kairos.v1.JobService.StartBackfill:output_type -> kairos.v1.StartBackfillResponse
-	25, // 79: kairos.v1.JobService.CancelBackfill:output_type -> kairos.v1.CancelBackfillResponse
-	29, // 80: kairos.v1.JobService.PreviewSchedule:output_type -> kairos.v1.PreviewScheduleResponse
-	31, // 81: kairos.v1.JobService.ListUpcoming:output_type -> kairos.v1.ListUpcomingResponse
-	67, // [67:82] is the sub-list for method output_type
-	52, // [52:67] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	12, // 27: kairos.v1.CreateJobsRequest.jobs:type_name -> kairos.v1.CreateJobRequest
+	16, // 28: kairos.v1.CreateJobsResponse.results:type_name -> kairos.v1.CreateJobsResult
+	48, // 29: kairos.v1.CreateJobsResult.error:type_name -> google.rpc.Status
+	6,  // 30: kairos.v1.GetJobResponse.job:type_name -> kairos.v1.Job
+	0,  // 31: kairos.v1.ListJobsRequest.state:type_name -> kairos.v1.JobState
+	6,  // 32: kairos.v1.ListJobsResponse.jobs:type_name -> kairos.v1.Job
+	46, // 33: kairos.v1.UpdateJobRequest.run_at:type_name -> google.protobuf.Timestamp
+	47, // 34: kairos.v1.UpdateJobRequest.payload:type_name -> google.protobuf.Struct
+	1,  // 35: kairos.v1.UpdateJobRequest.misfire_policy:type_name -> kairos.v1.MisfirePolicy
+	8,  // 36: kairos.v1.UpdateJobRequest.retry:type_name -> kairos.v1.RetryPolicy
+	2,  // 37: kairos.v1.UpdateJobRequest.overlap_policy:type_name -> kairos.v1.OverlapPolicy
+	6,  // 38: kairos.v1.UpdateJobResponse.job:type_name -> kairos.v1.Job
+	4,  // 39: kairos.v1.UpdateJobResponse.applies:type_name -> kairos.v1.EditApplies
+	46, // 40: kairos.v1.StartBackfillRequest.from:type_name -> google.protobuf.Timestamp
+	46, // 41: kairos.v1.StartBackfillRequest.to:type_name -> google.protobuf.Timestamp
+	46, // 42: kairos.v1.StartBackfillResponse.first:type_name -> google.protobuf.Timestamp
+	46, // 43: kairos.v1.StartBackfillResponse.last:type_name -> google.protobuf.Timestamp
+	46, // 44: kairos.v1.StartBackfillResponse.resume_at:type_name -> google.protobuf.Timestamp
+	46, // 45: kairos.v1.PreviewScheduleRequest.from:type_name -> google.protobuf.Timestamp
+	35, // 46: kairos.v1.PreviewScheduleResponse.occurrences:type_name -> kairos.v1.Occurrence
+	35, // 47: kairos.v1.ListUpcomingResponse.occurrences:type_name -> kairos.v1.Occurrence
+	46, // 48: kairos.v1.Occurrence.at:type_name -> google.protobuf.Timestamp
+	5,  // 49: kairos.v1.Occurrence.dst:type_name -> kairos.v1.DstMark
+	6,  // 50: kairos.v1.PauseJobResponse.job:type_name -> kairos.v1.Job
+	6,  // 51: kairos.v1.ResumeJobResponse.job:type_name -> kairos.v1.Job
+	6,  // 52: kairos.v1.TriggerJobResponse.job:type_name -> kairos.v1.Job
+	10, // 53: kairos.v1.ListRunsResponse.runs:type_name -> kairos.v1.Run
+	11, // 54: kairos.v1.ListAgentsResponse.agents:type_name -> kairos.v1.Agent
+	12, // 55: kairos.v1.JobService.CreateJob:input_type -> kairos.v1.CreateJobRequest
+	14, // 56: kairos.v1.JobService.CreateJobs:input_type -> kairos.v1.CreateJobsRequest
+	17, // 57: kairos.v1.JobService.GetJob:input_type -> kairos.v1.GetJobRequest
+	19, // 58: kairos.v1.JobService.ListJobs:input_type -> kairos.v1.ListJobsRequest
+	21, // 59: kairos.v1.JobService.CancelJob:input_type -> kairos.v1.CancelJobRequest
+	29, // 60: kairos.v1.JobService.AbortRun:input_type -> kairos.v1.AbortRunRequest
+	36, // 61: kairos.v1.JobService.PauseJob:input_type -> kairos.v1.PauseJobRequest
+	38, // 62: kairos.v1.JobService.ResumeJob:input_type -> kairos.v1.ResumeJobRequest
+	40, // 63: kairos.v1.JobService.TriggerJob:input_type -> kairos.v1.TriggerJobRequest
+	42, // 64: kairos.v1.JobService.ListRuns:input_type -> kairos.v1.ListRunsRequest
+	44, // 65: kairos.v1.JobService.ListAgents:input_type -> kairos.v1.ListAgentsRequest
+	23, // 66: kairos.v1.JobService.UpdateJob:input_type -> kairos.v1.UpdateJobRequest
+	25, // 67: kairos.v1.JobService.StartBackfill:input_type -> kairos.v1.StartBackfillRequest
+	27, // 68: kairos.v1.JobService.CancelBackfill:input_type -> kairos.v1.CancelBackfillRequest
+	31, // 69: kairos.v1.JobService.PreviewSchedule:input_type -> kairos.v1.PreviewScheduleRequest
+	33, // 70: kairos.v1.JobService.ListUpcoming:input_type -> kairos.v1.ListUpcomingRequest
+	13, // 71: kairos.v1.JobService.CreateJob:output_type -> kairos.v1.CreateJobResponse
+	15, // 72: kairos.v1.JobService.CreateJobs:output_type -> kairos.v1.CreateJobsResponse
+	18, // 73: kairos.v1.JobService.GetJob:output_type -> kairos.v1.GetJobResponse
+	20, // 74: kairos.v1.JobService.ListJobs:output_type -> kairos.v1.ListJobsResponse
+	22, // 75: kairos.v1.JobService.CancelJob:output_type -> kairos.v1.CancelJobResponse
+	30, // 76: kairos.v1.JobService.AbortRun:output_type -> kairos.v1.AbortRunResponse
+	37, // 77: kairos.v1.JobService.PauseJob:output_type -> kairos.v1.PauseJobResponse
+	39, // 78: kairos.v1.JobService.ResumeJob:output_type -> kairos.v1.ResumeJobResponse
+	41, // 79: kairos.v1.JobService.TriggerJob:output_type -> kairos.v1.TriggerJobResponse
+	43, // 80: kairos.v1.JobService.ListRuns:output_type -> kairos.v1.ListRunsResponse
+	45, // 81: kairos.v1.JobService.ListAgents:output_type -> kairos.v1.ListAgentsResponse
+	24, // 82: kairos.v1.JobService.UpdateJob:output_type -> kairos.v1.UpdateJobResponse
+	26, // 83: kairos.v1.JobService.StartBackfill:output_type -> kairos.v1.StartBackfillResponse
+	28, // 84: kairos.v1.JobService.CancelBackfill:output_type -> kairos.v1.CancelBackfillResponse
+	32, // 85: kairos.v1.JobService.PreviewSchedule:output_type -> kairos.v1.PreviewScheduleResponse
+	34, // 86: kairos.v1.JobService.ListUpcoming:output_type -> kairos.v1.ListUpcomingResponse
+	71, // [71:87] is the sub-list for method output_type
+	55, // [55:71] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_kairos_v1_jobs_proto_init() }
@@ -3726,14 +3903,14 @@ func file_kairos_v1_jobs_proto_init() {
 		(*CreateJobRequest_RunAt)(nil),
 		(*CreateJobRequest_Schedule)(nil),
 	}
-	file_kairos_v1_jobs_proto_msgTypes[14].OneofWrappers = []any{}
+	file_kairos_v1_jobs_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kairos_v1_jobs_proto_rawDesc), len(file_kairos_v1_jobs_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   37,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

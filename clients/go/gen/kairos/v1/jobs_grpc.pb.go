@@ -56,6 +56,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	JobService_CreateJob_FullMethodName       = "/kairos.v1.JobService/CreateJob"
+	JobService_CreateJobs_FullMethodName      = "/kairos.v1.JobService/CreateJobs"
 	JobService_GetJob_FullMethodName          = "/kairos.v1.JobService/GetJob"
 	JobService_ListJobs_FullMethodName        = "/kairos.v1.JobService/ListJobs"
 	JobService_CancelJob_FullMethodName       = "/kairos.v1.JobService/CancelJob"
@@ -90,6 +91,16 @@ type JobServiceClient interface {
 	// created = false, and a call with the same key but a different request
 	// fails with ALREADY_EXISTS.
 	CreateJob(ctx context.Context, in *CreateJobRequest, opts ...grpc.CallOption) (*CreateJobResponse, error)
+	// Creates 1 to 1000 jobs in one transaction, each judged on its own: the
+	// response has one result per request item, in order, and a refused item
+	// (invalid, or its idempotency key reused for another request) does not
+	// stop the others. Idempotency keys work per item, also between items of
+	// one call (a repeat of an earlier item answers that item's job with
+	// created = false). The call itself fails only for an empty or
+	// over-long list (INVALID_ARGUMENT, field `jobs`), credentials, or an
+	// unavailable store (nothing created). The whole request is bounded by the
+	// server's message size (KAIROS_GRPC_MAX_MESSAGE_BYTES, 4 MiB by default).
+	CreateJobs(ctx context.Context, in *CreateJobsRequest, opts ...grpc.CallOption) (*CreateJobsResponse, error)
 	// Returns one job. NOT_FOUND if it does not exist in the caller's namespace.
 	GetJob(ctx context.Context, in *GetJobRequest, opts ...grpc.CallOption) (*GetJobResponse, error)
 	// Lists jobs in creation order (oldest first), one page at a time.
@@ -197,6 +208,16 @@ func (c *jobServiceClient) CreateJob(ctx context.Context, in *CreateJobRequest, 
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CreateJobResponse)
 	err := c.cc.Invoke(ctx, JobService_CreateJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobServiceClient) CreateJobs(ctx context.Context, in *CreateJobsRequest, opts ...grpc.CallOption) (*CreateJobsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateJobsResponse)
+	err := c.cc.Invoke(ctx, JobService_CreateJobs_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -361,6 +382,16 @@ type JobServiceServer interface {
 	// created = false, and a call with the same key but a different request
 	// fails with ALREADY_EXISTS.
 	CreateJob(context.Context, *CreateJobRequest) (*CreateJobResponse, error)
+	// Creates 1 to 1000 jobs in one transaction, each judged on its own: the
+	// response has one result per request item, in order, and a refused item
+	// (invalid, or its idempotency key reused for another request) does not
+	// stop the others. Idempotency keys work per item, also between items of
+	// one call (a repeat of an earlier item answers that item's job with
+	// created = false). The call itself fails only for an empty or
+	// over-long list (INVALID_ARGUMENT, field `jobs`), credentials, or an
+	// unavailable store (nothing created). The whole request is bounded by the
+	// server's message size (KAIROS_GRPC_MAX_MESSAGE_BYTES, 4 MiB by default).
+	CreateJobs(context.Context, *CreateJobsRequest) (*CreateJobsResponse, error)
 	// Returns one job. NOT_FOUND if it does not exist in the caller's namespace.
 	GetJob(context.Context, *GetJobRequest) (*GetJobResponse, error)
 	// Lists jobs in creation order (oldest first), one page at a time.
@@ -467,6 +498,9 @@ type UnimplementedJobServiceServer struct{}
 func (UnimplementedJobServiceServer) CreateJob(context.Context, *CreateJobRequest) (*CreateJobResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateJob not implemented")
 }
+func (UnimplementedJobServiceServer) CreateJobs(context.Context, *CreateJobsRequest) (*CreateJobsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateJobs not implemented")
+}
 func (UnimplementedJobServiceServer) GetJob(context.Context, *GetJobRequest) (*GetJobResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetJob not implemented")
 }
@@ -544,6 +578,24 @@ func _JobService_CreateJob_Handler(srv interface{}, ctx context.Context, dec fun
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(JobServiceServer).CreateJob(ctx, req.(*CreateJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobService_CreateJobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateJobsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).CreateJobs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_CreateJobs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).CreateJobs(ctx, req.(*CreateJobsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -810,6 +862,10 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CreateJob",
 			Handler:    _JobService_CreateJob_Handler,
+		},
+		{
+			MethodName: "CreateJobs",
+			Handler:    _JobService_CreateJobs_Handler,
 		},
 		{
 			MethodName: "GetJob",

@@ -42,6 +42,11 @@ class JobServiceStub:
                 request_serializer=kairos_dot_v1_dot_jobs__pb2.CreateJobRequest.SerializeToString,
                 response_deserializer=kairos_dot_v1_dot_jobs__pb2.CreateJobResponse.FromString,
                 _registered_method=True)
+        self.CreateJobs = channel.unary_unary(
+                '/kairos.v1.JobService/CreateJobs',
+                request_serializer=kairos_dot_v1_dot_jobs__pb2.CreateJobsRequest.SerializeToString,
+                response_deserializer=kairos_dot_v1_dot_jobs__pb2.CreateJobsResponse.FromString,
+                _registered_method=True)
         self.GetJob = channel.unary_unary(
                 '/kairos.v1.JobService/GetJob',
                 request_serializer=kairos_dot_v1_dot_jobs__pb2.GetJobRequest.SerializeToString,
@@ -130,6 +135,21 @@ class JobServiceServicer:
         call creates the job, later identical calls return the same job_id with
         created = false, and a call with the same key but a different request
         fails with ALREADY_EXISTS.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateJobs(self, request, context):
+        """Creates 1 to 1000 jobs in one transaction, each judged on its own: the
+        response has one result per request item, in order, and a refused item
+        (invalid, or its idempotency key reused for another request) does not
+        stop the others. Idempotency keys work per item, also between items of
+        one call (a repeat of an earlier item answers that item's job with
+        created = false). The call itself fails only for an empty or
+        over-long list (INVALID_ARGUMENT, field `jobs`), credentials, or an
+        unavailable store (nothing created). The whole request is bounded by the
+        server's message size (KAIROS_GRPC_MAX_MESSAGE_BYTES, 4 MiB by default).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -305,6 +325,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     request_deserializer=kairos_dot_v1_dot_jobs__pb2.CreateJobRequest.FromString,
                     response_serializer=kairos_dot_v1_dot_jobs__pb2.CreateJobResponse.SerializeToString,
             ),
+            'CreateJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateJobs,
+                    request_deserializer=kairos_dot_v1_dot_jobs__pb2.CreateJobsRequest.FromString,
+                    response_serializer=kairos_dot_v1_dot_jobs__pb2.CreateJobsResponse.SerializeToString,
+            ),
             'GetJob': grpc.unary_unary_rpc_method_handler(
                     servicer.GetJob,
                     request_deserializer=kairos_dot_v1_dot_jobs__pb2.GetJobRequest.FromString,
@@ -406,6 +431,33 @@ class JobService:
             '/kairos.v1.JobService/CreateJob',
             kairos_dot_v1_dot_jobs__pb2.CreateJobRequest.SerializeToString,
             kairos_dot_v1_dot_jobs__pb2.CreateJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kairos.v1.JobService/CreateJobs',
+            kairos_dot_v1_dot_jobs__pb2.CreateJobsRequest.SerializeToString,
+            kairos_dot_v1_dot_jobs__pb2.CreateJobsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -42,13 +42,15 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Status } from "../../google/rpc/status_pb";
+import { file_google_rpc_status } from "../../google/rpc/status_pb";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file kairos/v1/jobs.proto.
  */
 export const file_kairos_v1_jobs: GenFile = /*@__PURE__*/
-  fileDesc("ChRrYWlyb3MvdjEvam9icy5wcm90bxIJa2Fpcm9zLnYxIo0HCgNKb2ISCgoCaWQYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEgwKBG5hbWUYAyABKAkSDAoEdGFzaxgEIAEoCRIsCgZydW5fYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYBiABKAlIABIQCgh0aW1lem9uZRgHIAEoCRIoCgdwYXlsb2FkGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIiCgVzdGF0ZRgJIAEoDjITLmthaXJvcy52MS5Kb2JTdGF0ZRIvCgtuZXh0X3J1bl9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgLIAEoDRIUCgxtYXhfYXR0ZW1wdHMYDCABKA0SFwoPdGltZW91dF9zZWNvbmRzGA0gASgNEjAKDm1pc2ZpcmVfcG9saWN5GA4gASgOMhgua2Fpcm9zLnYxLk1pc2ZpcmVQb2xpY3kSFwoPaWRlbXBvdGVuY3lfa2V5GA8gASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YECABKAQSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFYWJvcnQYEyABKAsyGi5rYWlyb3MudjEuQWJvcnRJblByb2dyZXNzEiUKBXJldHJ5GBQgASgLMhYua2Fpcm9zLnYxLlJldHJ5UG9saWN5EhEKCWppdHRlcl9tcxgVIAEoDRIYChBwYXVzZV9vbl9mYWlsdXJlGBYgASgIEhUKDXBhdXNlZF9yZWFzb24YFyABKAkSDwoHdmVyc2lvbhgYIAEoDRIwCg5vdmVybGFwX3BvbGljeRgZIAEoDjIYLmthaXJvcy52MS5PdmVybGFwUG9saWN5EhkKEWNhdGNodXBfd2luZG93X21zGBogASgEEi8KCGJhY2tmaWxsGBsgASgLMh0ua2Fpcm9zLnYxLkJhY2tmaWxsSW5Qcm9ncmVzcxITCgtsZWFzZV9vd25lchgcIAEoCRIxCg1vY2N1cnJlbmNlX2F0GB0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGCgR3aGVuInAKEkJhY2tmaWxsSW5Qcm9ncmVzcxIrCgd0aHJvdWdoGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCglyZXN1bWVfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIsEBCgtSZXRyeVBvbGljeRIgChNpbml0aWFsX2ludGVydmFsX21zGAEgASgNSACIAQESHAoPbWF4X2ludGVydmFsX21zGAIgASgNSAGIAQESFwoKbXVsdGlwbGllchgDIAEoAUgCiAEBEhMKBmppdHRlchgEIAEoAUgDiAEBQhYKFF9pbml0aWFsX2ludGVydmFsX21zQhIKEF9tYXhfaW50ZXJ2YWxfbXNCDQoLX211bHRpcGxpZXJCCQoHX2ppdHRlciJwCg9BYm9ydEluUHJvZ3Jlc3MSMAoMcmVxdWVzdGVkX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZXF1ZXN0ZWRfYnkYAiABKAkSFQoNc3RvcF9zY2hlZHVsZRgDIAEoCCLSAgoDUnVuEg4KBnJ1bl9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkSDwoHYXR0ZW1wdBgDIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAQgASgEEjEKDXNjaGVkdWxlZF9mb3IYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnN0YXJ0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgdvdXRjb21lGAggASgOMhUua2Fpcm9zLnYxLlJ1bk91dGNvbWUSEQoJd29ya2VyX2lkGAkgASgJEg0KBWVycm9yGAogASgJEhIKCmFib3J0ZWRfYnkYCyABKAkSDgoGcmVhc29uGAwgASgJIs4CCgVBZ2VudBIQCghhZ2VudF9pZBgBIAEoCRINCgV0YXNrcxgCIAMoCRIQCghjYXBhY2l0eRgDIAEoDRIRCglpbl9mbGlnaHQYBCABKA0SMAoMY29ubmVjdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1ChFsYXN0X2hlYXJ0YmVhdF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIZHJhaW5pbmcYByABKAgSDwoHdmVyc2lvbhgIIAEoCRIWCg5jb29yZGluYXRvcl9pZBgJIAEoCRIRCgluYW1lc3BhY2UYCiABKAkSNQoRcXVhcmFudGluZWRfdW50aWwYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXByb2JhdGlvbhgMIAEoCCLPAwoQQ3JlYXRlSm9iUmVxdWVzdBIsCgZydW5fYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYAiABKAlIABIQCgh0aW1lem9uZRgDIAEoCRIMCgR0YXNrGAQgASgJEigKB3BheWxvYWQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgwKBG5hbWUYBiABKAkSFAoMbWF4X2F0dGVtcHRzGAcgASgNEhcKD3RpbWVvdXRfc2Vjb25kcxgIIAEoDRIwCg5taXNmaXJlX3BvbGljeRgJIAEoDjIYLmthaXJvcy52MS5NaXNmaXJlUG9saWN5EhcKD2lkZW1wb3RlbmN5X2tleRgKIAEoCRIlCgVyZXRyeRgLIAEoCzIWLmthaXJvcy52MS5SZXRyeVBvbGljeRIRCglqaXR0ZXJfbXMYDCABKA0SGAoQcGF1c2Vfb25fZmFpbHVyZRgNIAEoCBIwCg5vdmVybGFwX3BvbGljeRgOIAEoDjIYLmthaXJvcy52MS5PdmVybGFwUG9saWN5EhkKEWNhdGNodXBfd2luZG93X21zGA8gASgEQgYKBHdoZW4iNAoRQ3JlYXRlSm9iUmVzcG9uc2USDgoGam9iX2lkGAEgASgJEg8KB2NyZWF0ZWQYAiABKAgiHwoNR2V0Sm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiLQoOR2V0Sm9iUmVzcG9uc2USGwoDam9iGAEgASgLMg4ua2Fpcm9zLnYxLkpvYiJiCg9MaXN0Sm9ic1JlcXVlc3QSIgoFc3RhdGUYASABKA4yEy5rYWlyb3MudjEuSm9iU3RhdGUSDAoEdGFzaxgCIAEoCRINCgVsaW1pdBgDIAEoDRIOCgZjdXJzb3IYBCABKAkiRQoQTGlzdEpvYnNSZXNwb25zZRIcCgRqb2JzGAEgAygLMg4ua2Fpcm9zLnYxLkpvYhITCgtuZXh0X2N1cnNvchgCIAEoCSIiChBDYW5jZWxKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSITChFDYW5jZWxKb2JSZXNwb25zZSLvBAoQVXBkYXRlSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSGAoQZXhwZWN0ZWRfdmVyc2lvbhgCIAEoDRIVCghzY2hlZHVsZRgDIAEoCUgAiAEBEhUKCHRpbWV6b25lGAQgASgJSAGIAQESKgoGcnVuX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIoCgdwYXlsb2FkGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCgRuYW1lGAcgASgJSAKIAQESGQoMbWF4X2F0dGVtcHRzGAggASgNSAOIAQESHAoPdGltZW91dF9zZWNvbmRzGAkgASgNSASIAQESMAoObWlzZmlyZV9wb2xpY3kYCiABKA4yGC5rYWlyb3MudjEuTWlzZmlyZVBvbGljeRIlCgVyZXRyeRgLIAEoCzIWLmthaXJvcy52MS5SZXRyeVBvbGljeRIWCglqaXR0ZXJfbXMYDCABKA1IBYgBARIdChBwYXVzZV9vbl9mYWlsdXJlGA0gASgISAaIAQESMAoOb3ZlcmxhcF9wb2xpY3kYDiABKA4yGC5rYWlyb3MudjEuT3ZlcmxhcFBvbGljeRIeChFjYXRjaHVwX3dpbmRvd19tcxgPIAEoBEgHiAEBQgsKCV9zY2hlZHVsZUILCglfdGltZXpvbmVCBwoFX25hbWVCDwoNX21heF9hdHRlbXB0c0ISChBfdGltZW91dF9zZWNvbmRzQgwKCl9qaXR0ZXJfbXNCEwoRX3BhdXNlX29uX2ZhaWx1cmVCFAoSX2NhdGNodXBfd2luZG93X21zIlkKEVVwZGF0ZUpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2ISJwoHYXBwbGllcxgCIAEoDjIWLmthaXJvcy52MS5FZGl0QXBwbGllcyJ4ChRTdGFydEJhY2tmaWxsUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSKAoEZnJvbRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoCdG8YAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqoBChVTdGFydEJhY2tmaWxsUmVzcG9uc2USKQoFZmlyc3QYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEigKBGxhc3QYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWNvdW50GAMgASgNEi0KCXJlc3VtZV9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiJwoVQ2FuY2VsQmFja2ZpbGxSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIrChZDYW5jZWxCYWNrZmlsbFJlc3BvbnNlEhEKCWZpbmlzaGluZxgBIAEoCCI4Cg9BYm9ydFJ1blJlcXVlc3QSDgoGam9iX2lkGAEgASgJEhUKDXN0b3Bfc2NoZWR1bGUYAiABKAgiewoQQWJvcnRSdW5SZXNwb25zZRIOCgZydW5faWQYASABKAkSGAoQbGVhc2VfZ2VuZXJhdGlvbhgCIAEoBBIQCghhZ2VudF9pZBgDIAEoCRIUCgxyZXF1ZXN0ZWRfYnkYBCABKAkSFQoNc3RvcF9zY2hlZHVsZRgFIAEoCCJ1ChZQcmV2aWV3U2NoZWR1bGVSZXF1ZXN0EhAKCHNjaGVkdWxlGAEgASgJEhAKCHRpbWV6b25lGAIgASgJEg0KBWNvdW50GAMgASgNEigKBGZyb20YBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImkKF1ByZXZpZXdTY2hlZHVsZVJlc3BvbnNlEhAKCHNjaGVkdWxlGAEgASgJEhAKCHRpbWV6b25lGAIgASgJEioKC29jY3VycmVuY2VzGAMgAygLMhUua2Fpcm9zLnYxLk9jY3VycmVuY2UiNAoTTGlzdFVwY29taW5nUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSDQoFY291bnQYAiABKA0idgoUTGlzdFVwY29taW5nUmVzcG9uc2USDgoGam9iX2lkGAEgASgJEhAKCHNjaGVkdWxlGAIgASgJEhAKCHRpbWV6b25lGAMgASgJEioKC29jY3VycmVuY2VzGAQgAygLMhUua2Fpcm9zLnYxLk9jY3VycmVuY2UijQEKCk9jY3VycmVuY2USJgoCYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWxvY2FsGAIgASgJEg4KBm9mZnNldBgDIAEoCRIfCgNkc3QYBCABKA4yEi5rYWlyb3MudjEuRHN0TWFyaxIXCg9zY2hlZHVsZWRfbG9jYWwYBSABKAkiIQoPUGF1c2VKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIvChBQYXVzZUpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiIgoQUmVzdW1lSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiMAoRUmVzdW1lSm9iUmVzcG9uc2USGwoDam9iGAEgASgLMg4ua2Fpcm9zLnYxLkpvYiIjChFUcmlnZ2VySm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiMQoSVHJpZ2dlckpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiQAoPTGlzdFJ1bnNSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRINCgVsaW1pdBgCIAEoDRIOCgZjdXJzb3IYAyABKAkiRQoQTGlzdFJ1bnNSZXNwb25zZRIcCgRydW5zGAEgAygLMg4ua2Fpcm9zLnYxLlJ1bhITCgtuZXh0X2N1cnNvchgCIAEoCSITChFMaXN0QWdlbnRzUmVxdWVzdCI2ChJMaXN0QWdlbnRzUmVzcG9uc2USIAoGYWdlbnRzGAEgAygLMhAua2Fpcm9zLnYxLkFnZW50KqsBCghKb2JTdGF0ZRIZChVKT0JfU1RBVEVfVU5TUEVDSUZJRUQQABIRCg1KT0JfU1RBVEVfRFVFEAESFQoRSk9CX1NUQVRFX0NMQUlNRUQQAhIXChNKT0JfU1RBVEVfQ09NUExFVEVEEAMSEgoOSk9CX1NUQVRFX0RFQUQQBBIUChBKT0JfU1RBVEVfUEFVU0VEEAUSFwoTSk9CX1NUQVRFX0NBTkNFTExFRBAGKoMBCg1NaXNmaXJlUG9saWN5Eh4KGk1JU0ZJUkVfUE9MSUNZX1VOU1BFQ0lGSUVEEAASHAoYTUlTRklSRV9QT0xJQ1lfRklSRV9PTkNFEAESFwoTTUlTRklSRV9QT0xJQ1lfU0tJUBACEhsKF01JU0ZJUkVfUE9MSUNZX0NBVENIX1VQEAMqpwEKDU92ZXJsYXBQb2xpY3kSHgoaT1ZFUkxBUF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIXChNPVkVSTEFQX1BPTElDWV9TS0lQEAESHQoZT1ZFUkxBUF9QT0xJQ1lfQlVGRkVSX09ORRACEh0KGU9WRVJMQVBfUE9MSUNZX0JVRkZFUl9BTEwQAxIfChtPVkVSTEFQX1BPTElDWV9DQU5DRUxfT1RIRVIQBCrjAQoKUnVuT3V0Y29tZRIbChdSVU5fT1VUQ09NRV9VTlNQRUNJRklFRBAAEhcKE1JVTl9PVVRDT01FX1JVTk5JTkcQARIZChVSVU5fT1VUQ09NRV9TVUNDRUVERUQQAhIWChJSVU5fT1VUQ09NRV9GQUlMRUQQAxIZChVSVU5fT1VUQ09NRV9USU1FRF9PVVQQBBIdChlSVU5fT1VUQ09NRV9MRUFTRV9FWFBJUkVEEAUSGQoVUlVOX09VVENPTUVfQ0FOQ0VMTEVEEAYSFwoTUlVOX09VVENPTUVfU0tJUFBFRBAHKl4KC0VkaXRBcHBsaWVzEhwKGEVESVRfQVBQTElFU19VTlNQRUNJRklFRBAAEhQKEEVESVRfQVBQTElFU19OT1cQARIbChdFRElUX0FQUExJRVNfTkVYVF9DTEFJTRACKnkKB0RzdE1hcmsSGAoURFNUX01BUktfVU5TUEVDSUZJRUQQABIYChREU1RfTUFSS19HQVBfU0hJRlRFRBABEhsKF0RTVF9NQVJLX1JFUEVBVEVEX0ZJUlNUEAISHQoZRFNUX01BUktfUkVQRUFURURfRUxBUFNFRBADMusICgpKb2JTZXJ2aWNlEkYKCUNyZWF0ZUpvYhIbLmthaXJvcy52MS5DcmVhdGVKb2JSZXF1ZXN0Ghwua2Fpcm9zLnYxLkNyZWF0ZUpvYlJlc3BvbnNlEj0KBkdldEpvYhIYLmthaXJvcy52MS5HZXRKb2JSZXF1ZXN0Ghkua2Fpcm9zLnYxLkdldEpvYlJlc3BvbnNlEkMKCExpc3RKb2JzEhoua2Fpcm9zLnYxLkxpc3RKb2JzUmVxdWVzdBobLmthaXJvcy52MS5MaXN0Sm9ic1Jlc3BvbnNlEkYKCUNhbmNlbEpvYhIbLmthaXJvcy52MS5DYW5jZWxKb2JSZXF1ZXN0Ghwua2Fpcm9zLnYxLkNhbmNlbEpvYlJlc3BvbnNlEkMKCEFib3J0UnVuEhoua2Fpcm9zLnYxLkFib3J0UnVuUmVxdWVzdBobLmthaXJvcy52MS5BYm9ydFJ1blJlc3BvbnNlEkMKCFBhdXNlSm9iEhoua2Fpcm9zLnYxLlBhdXNlSm9iUmVxdWVzdBobLmthaXJvcy52MS5QYXVzZUpvYlJlc3BvbnNlEkYKCVJlc3VtZUpvYhIbLmthaXJvcy52MS5SZXN1bWVKb2JSZXF1ZXN0Ghwua2Fpcm9zLnYxLlJlc3VtZUpvYlJlc3BvbnNlEkkKClRyaWdnZXJKb2ISHC5rYWlyb3MudjEuVHJpZ2dlckpvYlJlcXVlc3QaHS5rYWlyb3MudjEuVHJpZ2dlckpvYlJlc3BvbnNlEkMKCExpc3RSdW5zEhoua2Fpcm9zLnYxLkxpc3RSdW5zUmVxdWVzdBobLmthaXJvcy52MS5MaXN0UnVuc1Jlc3BvbnNlEkkKCkxpc3RBZ2VudHMSHC5rYWlyb3MudjEuTGlzdEFnZW50c1JlcXVlc3QaHS5rYWlyb3MudjEuTGlzdEFnZW50c1Jlc3BvbnNlEkYKCVVwZGF0ZUpvYhIbLmthaXJvcy52MS5VcGRhdGVKb2JSZXF1ZXN0Ghwua2Fpcm9zLnYxLlVwZGF0ZUpvYlJlc3BvbnNlElIKDVN0YXJ0QmFja2ZpbGwSHy5rYWlyb3MudjEuU3RhcnRCYWNrZmlsbFJlcXVlc3QaIC5rYWlyb3MudjEuU3RhcnRCYWNrZmlsbFJlc3BvbnNlElUKDkNhbmNlbEJhY2tmaWxsEiAua2Fpcm9zLnYxLkNhbmNlbEJhY2tmaWxsUmVxdWVzdBohLmthaXJvcy52MS5DYW5jZWxCYWNrZmlsbFJlc3BvbnNlElgKD1ByZXZpZXdTY2hlZHVsZRIhLmthaXJvcy52MS5QcmV2aWV3U2NoZWR1bGVSZXF1ZXN0GiIua2Fpcm9zLnYxLlByZXZpZXdTY2hlZHVsZVJlc3BvbnNlEk8KDExpc3RVcGNvbWluZxIeLmthaXJvcy52MS5MaXN0VXBjb21pbmdSZXF1ZXN0Gh8ua2Fpcm9zLnYxLkxpc3RVcGNvbWluZ1Jlc3BvbnNlQmsKDWRldi5rYWlyb3MudjFCCUpvYnNQcm90b1ABWihrYWlyb3MuZGV2L2NsaWVudC9nZW4va2Fpcm9zL3YxO2thaXJvc3YxqgIJS2Fpcm9zLlYxygIJS2Fpcm9zXFYx6gIKS2Fpcm9zOjpWMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChRrYWlyb3MvdjEvam9icy5wcm90bxIJa2Fpcm9zLnYxIo0HCgNKb2ISCgoCaWQYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEgwKBG5hbWUYAyABKAkSDAoEdGFzaxgEIAEoCRIsCgZydW5fYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYBiABKAlIABIQCgh0aW1lem9uZRgHIAEoCRIoCgdwYXlsb2FkGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIiCgVzdGF0ZRgJIAEoDjITLmthaXJvcy52MS5Kb2JTdGF0ZRIvCgtuZXh0X3J1bl9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgLIAEoDRIUCgxtYXhfYXR0ZW1wdHMYDCABKA0SFwoPdGltZW91dF9zZWNvbmRzGA0gASgNEjAKDm1pc2ZpcmVfcG9saWN5GA4gASgOMhgua2Fpcm9zLnYxLk1pc2ZpcmVQb2xpY3kSFwoPaWRlbXBvdGVuY3lfa2V5GA8gASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YECABKAQSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFYWJvcnQYEyABKAsyGi5rYWlyb3MudjEuQWJvcnRJblByb2dyZXNzEiUKBXJldHJ5GBQgASgLMhYua2Fpcm9zLnYxLlJldHJ5UG9saWN5EhEKCWppdHRlcl9tcxgVIAEoDRIYChBwYXVzZV9vbl9mYWlsdXJlGBYgASgIEhUKDXBhdXNlZF9yZWFzb24YFyABKAkSDwoHdmVyc2lvbhgYIAEoDRIwCg5vdmVybGFwX3BvbGljeRgZIAEoDjIYLmthaXJvcy52MS5PdmVybGFwUG9saWN5EhkKEWNhdGNodXBfd2luZG93X21zGBogASgEEi8KCGJhY2tmaWxsGBsgASgLMh0ua2Fpcm9zLnYxLkJhY2tmaWxsSW5Qcm9ncmVzcxITCgtsZWFzZV9vd25lchgcIAEoCRIxCg1vY2N1cnJlbmNlX2F0GB0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGCgR3aGVuInAKEkJhY2tmaWxsSW5Qcm9ncmVzcxIrCgd0aHJvdWdoGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCglyZXN1bWVfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIsEBCgtSZXRyeVBvbGljeRIgChNpbml0aWFsX2ludGVydmFsX21zGAEgASgNSACIAQESHAoPbWF4X2ludGVydmFsX21zGAIgASgNSAGIAQESFwoKbXVsdGlwbGllchgDIAEoAUgCiAEBEhMKBmppdHRlchgEIAEoAUgDiAEBQhYKFF9pbml0aWFsX2ludGVydmFsX21zQhIKEF9tYXhfaW50ZXJ2YWxfbXNCDQoLX211bHRpcGxpZXJCCQoHX2ppdHRlciJwCg9BYm9ydEluUHJvZ3Jlc3MSMAoMcmVxdWVzdGVkX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxyZXF1ZXN0ZWRfYnkYAiABKAkSFQoNc3RvcF9zY2hlZHVsZRgDIAEoCCLSAgoDUnVuEg4KBnJ1bl9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkSDwoHYXR0ZW1wdBgDIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAQgASgEEjEKDXNjaGVkdWxlZF9mb3IYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnN0YXJ0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgdvdXRjb21lGAggASgOMhUua2Fpcm9zLnYxLlJ1bk91dGNvbWUSEQoJd29ya2VyX2lkGAkgASgJEg0KBWVycm9yGAogASgJEhIKCmFib3J0ZWRfYnkYCyABKAkSDgoGcmVhc29uGAwgASgJIs4CCgVBZ2VudBIQCghhZ2VudF9pZBgBIAEoCRINCgV0YXNrcxgCIAMoCRIQCghjYXBhY2l0eRgDIAEoDRIRCglpbl9mbGlnaHQYBCABKA0SMAoMY29ubmVjdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1ChFsYXN0X2hlYXJ0YmVhdF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIZHJhaW5pbmcYByABKAgSDwoHdmVyc2lvbhgIIAEoCRIWCg5jb29yZGluYXRvcl9pZBgJIAEoCRIRCgluYW1lc3BhY2UYCiABKAkSNQoRcXVhcmFudGluZWRfdW50aWwYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXByb2JhdGlvbhgMIAEoCCLPAwoQQ3JlYXRlSm9iUmVxdWVzdBIsCgZydW5fYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAASEgoIc2NoZWR1bGUYAiABKAlIABIQCgh0aW1lem9uZRgDIAEoCRIMCgR0YXNrGAQgASgJEigKB3BheWxvYWQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgwKBG5hbWUYBiABKAkSFAoMbWF4X2F0dGVtcHRzGAcgASgNEhcKD3RpbWVvdXRfc2Vjb25kcxgIIAEoDRIwCg5taXNmaXJlX3BvbGljeRgJIAEoDjIYLmthaXJvcy52MS5NaXNmaXJlUG9saWN5EhcKD2lkZW1wb3RlbmN5X2tleRgKIAEoCRIlCgVyZXRyeRgLIAEoCzIWLmthaXJvcy52MS5SZXRyeVBvbGljeRIRCglqaXR0ZXJfbXMYDCABKA0SGAoQcGF1c2Vfb25fZmFpbHVyZRgNIAEoCBIwCg5vdmVybGFwX3BvbGljeRgOIAEoDjIYLmthaXJvcy52MS5PdmVybGFwUG9saWN5EhkKEWNhdGNodXBfd2luZG93X21zGA8gASgEQgYKBHdoZW4iNAoRQ3JlYXRlSm9iUmVzcG9uc2USDgoGam9iX2lkGAEgASgJEg8KB2NyZWF0ZWQYAiABKAgiPgoRQ3JlYXRlSm9ic1JlcXVlc3QSKQoEam9icxgBIAMoCzIbLmthaXJvcy52MS5DcmVhdGVKb2JSZXF1ZXN0IkIKEkNyZWF0ZUpvYnNSZXNwb25zZRIsCgdyZXN1bHRzGAEgAygLMhsua2Fpcm9zLnYxLkNyZWF0ZUpvYnNSZXN1bHQiVgoQQ3JlYXRlSm9ic1Jlc3VsdBIOCgZqb2JfaWQYASABKAkSDwoHY3JlYXRlZBgCIAEoCBIhCgVlcnJvchgDIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzIh8KDUdldEpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIi0KDkdldEpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiYgoPTGlzdEpvYnNSZXF1ZXN0EiIKBXN0YXRlGAEgASgOMhMua2Fpcm9zLnYxLkpvYlN0YXRlEgwKBHRhc2sYAiABKAkSDQoFbGltaXQYAyABKA0SDgoGY3Vyc29yGAQgASgJIkUKEExpc3RKb2JzUmVzcG9uc2USHAoEam9icxgBIAMoCzIOLmthaXJvcy52MS5Kb2ISEwoLbmV4dF9jdXJzb3IYAiABKAkiIgoQQ2FuY2VsSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiEwoRQ2FuY2VsSm9iUmVzcG9uc2Ui7wQKEFVwZGF0ZUpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJEhgKEGV4cGVjdGVkX3ZlcnNpb24YAiABKA0SFQoIc2NoZWR1bGUYAyABKAlIAIgBARIVCgh0aW1lem9uZRgEIAEoCUgBiAEBEioKBnJ1bl9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKAoHcGF5bG9hZBgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEQoEbmFtZRgHIAEoCUgCiAEBEhkKDG1heF9hdHRlbXB0cxgIIAEoDUgDiAEBEhwKD3RpbWVvdXRfc2Vjb25kcxgJIAEoDUgEiAEBEjAKDm1pc2ZpcmVfcG9saWN5GAogASgOMhgua2Fpcm9zLnYxLk1pc2ZpcmVQb2xpY3kSJQoFcmV0cnkYCyABKAsyFi5rYWlyb3MudjEuUmV0cnlQb2xpY3kSFgoJaml0dGVyX21zGAwgASgNSAWIAQESHQoQcGF1c2Vfb25fZmFpbHVyZRgNIAEoCEgGiAEBEjAKDm92ZXJsYXBfcG9saWN5GA4gASgOMhgua2Fpcm9zLnYxLk92ZXJsYXBQb2xpY3kSHgoRY2F0Y2h1cF93aW5kb3dfbXMYDyABKARIB4gBAUILCglfc2NoZWR1bGVCCwoJX3RpbWV6b25lQgcKBV9uYW1lQg8KDV9tYXhfYXR0ZW1wdHNCEgoQX3RpbWVvdXRfc2Vjb25kc0IMCgpfaml0dGVyX21zQhMKEV9wYXVzZV9vbl9mYWlsdXJlQhQKEl9jYXRjaHVwX3dpbmRvd19tcyJZChFVcGRhdGVKb2JSZXNwb25zZRIbCgNqb2IYASABKAsyDi5rYWlyb3MudjEuSm9iEicKB2FwcGxpZXMYAiABKA4yFi5rYWlyb3MudjEuRWRpdEFwcGxpZXMieAoUU3RhcnRCYWNrZmlsbFJlcXVlc3QSDgoGam9iX2lkGAEgASgJEigKBGZyb20YAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKAnRvGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKqAQoVU3RhcnRCYWNrZmlsbFJlc3BvbnNlEikKBWZpcnN0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIoCgRsYXN0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVjb3VudBgDIAEoDRItCglyZXN1bWVfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIicKFUNhbmNlbEJhY2tmaWxsUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiKwoWQ2FuY2VsQmFja2ZpbGxSZXNwb25zZRIRCglmaW5pc2hpbmcYASABKAgiOAoPQWJvcnRSdW5SZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRIVCg1zdG9wX3NjaGVkdWxlGAIgASgIInsKEEFib3J0UnVuUmVzcG9uc2USDgoGcnVuX2lkGAEgASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YAiABKAQSEAoIYWdlbnRfaWQYAyABKAkSFAoMcmVxdWVzdGVkX2J5GAQgASgJEhUKDXN0b3Bfc2NoZWR1bGUYBSABKAgidQoWUHJldmlld1NjaGVkdWxlUmVxdWVzdBIQCghzY2hlZHVsZRgBIAEoCRIQCgh0aW1lem9uZRgCIAEoCRINCgVjb3VudBgDIAEoDRIoCgRmcm9tGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJpChdQcmV2aWV3U2NoZWR1bGVSZXNwb25zZRIQCghzY2hlZHVsZRgBIAEoCRIQCgh0aW1lem9uZRgCIAEoCRIqCgtvY2N1cnJlbmNlcxgDIAMoCzIVLmthaXJvcy52MS5PY2N1cnJlbmNlIjQKE0xpc3RVcGNvbWluZ1JlcXVlc3QSDgoGam9iX2lkGAEgASgJEg0KBWNvdW50GAIgASgNInYKFExpc3RVcGNvbWluZ1Jlc3BvbnNlEg4KBmpvYl9pZBgBIAEoCRIQCghzY2hlZHVsZRgCIAEoCRIQCgh0aW1lem9uZRgDIAEoCRIqCgtvY2N1cnJlbmNlcxgEIAMoCzIVLmthaXJvcy52MS5PY2N1cnJlbmNlIo0BCgpPY2N1cnJlbmNlEiYKAmF0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVsb2NhbBgCIAEoCRIOCgZvZmZzZXQYAyABKAkSHwoDZHN0GAQgASgOMhIua2Fpcm9zLnYxLkRzdE1hcmsSFwoPc2NoZWR1bGVkX2xvY2FsGAUgASgJIiEKD1BhdXNlSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiLwoQUGF1c2VKb2JSZXNwb25zZRIbCgNqb2IYASABKAsyDi5rYWlyb3MudjEuSm9iIiIKEFJlc3VtZUpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIjAKEVJlc3VtZUpvYlJlc3BvbnNlEhsKA2pvYhgBIAEoCzIOLmthaXJvcy52MS5Kb2IiIwoRVHJpZ2dlckpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIjEKElRyaWdnZXJKb2JSZXNwb25zZRIbCgNqb2IYASABKAsyDi5rYWlyb3MudjEuSm9iIkAKD0xpc3RSdW5zUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSDQoFbGltaXQYAiABKA0SDgoGY3Vyc29yGAMgASgJIkUKEExpc3RSdW5zUmVzcG9uc2USHAoEcnVucxgBIAMoCzIOLmthaXJvcy52MS5SdW4SEwoLbmV4dF9jdXJzb3IYAiABKAkiEwoRTGlzdEFnZW50c1JlcXVlc3QiNgoSTGlzdEFnZW50c1Jlc3BvbnNlEiAKBmFnZW50cxgBIAMoCzIQLmthaXJvcy52MS5BZ2VudCqrAQoISm9iU3RhdGUSGQoVSk9CX1NUQVRFX1VOU1BFQ0lGSUVEEAASEQoNSk9CX1NUQVRFX0RVRRABEhUKEUpPQl9TVEFURV9DTEFJTUVEEAISFwoTSk9CX1NUQVRFX0NPTVBMRVRFRBADEhIKDkpPQl9TVEFURV9ERUFEEAQSFAoQSk9CX1NUQVRFX1BBVVNFRBAFEhcKE0pPQl9TVEFURV9DQU5DRUxMRUQQBiqDAQoNTWlzZmlyZVBvbGljeRIeChpNSVNGSVJFX1BPTElDWV9VTlNQRUNJRklFRBAAEhwKGE1JU0ZJUkVfUE9MSUNZX0ZJUkVfT05DRRABEhcKE01JU0ZJUkVfUE9MSUNZX1NLSVAQAhIbChdNSVNGSVJFX1BPTElDWV9DQVRDSF9VUBADKqcBCg1PdmVybGFwUG9saWN5Eh4KGk9WRVJMQVBfUE9MSUNZX1VOU1BFQ0lGSUVEEAASFwoTT1ZFUkxBUF9QT0xJQ1lfU0tJUBABEh0KGU9WRVJMQVBfUE9MSUNZX0JVRkZFUl9PTkUQAhIdChlPVkVSTEFQX1BPTElDWV9CVUZGRVJfQUxMEAMSHwobT1ZFUkxBUF9QT0xJQ1lfQ0FOQ0VMX09USEVSEAQq4wEKClJ1bk91dGNvbWUSGwoXUlVOX09VVENPTUVfVU5TUEVDSUZJRUQQABIXChNSVU5fT1VUQ09NRV9SVU5OSU5HEAESGQoVUlVOX09VVENPTUVfU1VDQ0VFREVEEAISFgoSUlVOX09VVENPTUVfRkFJTEVEEAMSGQoVUlVOX09VVENPTUVfVElNRURfT1VUEAQSHQoZUlVOX09VVENPTUVfTEVBU0VfRVhQSVJFRBAFEhkKFVJVTl9PVVRDT01FX0NBTkNFTExFRBAGEhcKE1JVTl9PVVRDT01FX1NLSVBQRUQQBypeCgtFZGl0QXBwbGllcxIcChhFRElUX0FQUExJRVNfVU5TUEVDSUZJRUQQABIUChBFRElUX0FQUExJRVNfTk9XEAESGwoXRURJVF9BUFBMSUVTX05FWFRfQ0xBSU0QAip5CgdEc3RNYXJrEhgKFERTVF9NQVJLX1VOU1BFQ0lGSUVEEAASGAoURFNUX01BUktfR0FQX1NISUZURUQQARIbChdEU1RfTUFSS19SRVBFQVRFRF9GSVJTVBACEh0KGURTVF9NQVJLX1JFUEVBVEVEX0VMQVBTRUQQAzK2CQoKSm9iU2VydmljZRJGCglDcmVhdGVKb2ISGy5rYWlyb3MudjEuQ3JlYXRlSm9iUmVxdWVzdBocLmthaXJvcy52MS5DcmVhdGVKb2JSZXNwb25zZRJJCgpDcmVhdGVKb2JzEhwua2Fpcm9zLnYxLkNyZWF0ZUpvYnNSZXF1ZXN0Gh0ua2Fpcm9zLnYxLkNyZWF0ZUpvYnNSZXNwb25zZRI9CgZHZXRKb2ISGC5rYWlyb3MudjEuR2V0Sm9iUmVxdWVzdBoZLmthaXJvcy52MS5HZXRKb2JSZXNwb25zZRJDCghMaXN0Sm9icxIaLmthaXJvcy52MS5MaXN0Sm9ic1JlcXVlc3QaGy5rYWlyb3MudjEuTGlzdEpvYnNSZXNwb25zZRJGCglDYW5jZWxKb2ISGy5rYWlyb3MudjEuQ2FuY2VsSm9iUmVxdWVzdBocLmthaXJvcy52MS5DYW5jZWxKb2JSZXNwb25zZRJDCghBYm9ydFJ1bhIaLmthaXJvcy52MS5BYm9ydFJ1blJlcXVlc3QaGy5rYWlyb3MudjEuQWJvcnRSdW5SZXNwb25zZRJDCghQYXVzZUpvYhIaLmthaXJvcy52MS5QYXVzZUpvYlJlcXVlc3QaGy5rYWlyb3MudjEuUGF1c2VKb2JSZXNwb25zZRJGCglSZXN1bWVKb2ISGy5rYWlyb3MudjEuUmVzdW1lSm9iUmVxdWVzdBocLmthaXJvcy52MS5SZXN1bWVKb2JSZXNwb25zZRJJCgpUcmlnZ2VySm9iEhwua2Fpcm9zLnYxLlRyaWdnZXJKb2JSZXF1ZXN0Gh0ua2Fpcm9zLnYxLlRyaWdnZXJKb2JSZXNwb25zZRJDCghMaXN0UnVucxIaLmthaXJvcy52MS5MaXN0UnVuc1JlcXVlc3QaGy5rYWlyb3MudjEuTGlzdFJ1bnNSZXNwb25zZRJJCgpMaXN0QWdlbnRzEhwua2Fpcm9zLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh0ua2Fpcm9zLnYxLkxpc3RBZ2VudHNSZXNwb25zZRJGCglVcGRhdGVKb2ISGy5rYWlyb3MudjEuVXBkYXRlSm9iUmVxdWVzdBocLmthaXJvcy52MS5VcGRhdGVKb2JSZXNwb25zZRJSCg1TdGFydEJhY2tmaWxsEh8ua2Fpcm9zLnYxLlN0YXJ0QmFja2ZpbGxSZXF1ZXN0GiAua2Fpcm9zLnYxLlN0YXJ0QmFja2ZpbGxSZXNwb25zZRJVCg5DYW5jZWxCYWNrZmlsbBIgLmthaXJvcy52MS5DYW5jZWxCYWNrZmlsbFJlcXVlc3QaIS5rYWlyb3MudjEuQ2FuY2VsQmFja2ZpbGxSZXNwb25zZRJYCg9QcmV2aWV3U2NoZWR1bGUSIS5rYWlyb3MudjEuUHJldmlld1NjaGVkdWxlUmVxdWVzdBoiLmthaXJvcy52MS5QcmV2aWV3U2NoZWR1bGVSZXNwb25zZRJPCgxMaXN0VXBjb21pbmcSHi5rYWlyb3MudjEuTGlzdFVwY29taW5nUmVxdWVzdBofLmthaXJvcy52MS5MaXN0VXBjb21pbmdSZXNwb25zZUJrCg1kZXYua2Fpcm9zLnYxQglKb2JzUHJvdG9QAVooa2Fpcm9zLmRldi9jbGllbnQvZ2VuL2thaXJvcy92MTtrYWlyb3N2MaoCCUthaXJvcy5WMcoCCUthaXJvc1xWMeoCCkthaXJvczo6VjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_rpc_status, file_google_protobuf_timestamp]);
 
 /**
  * A scheduled job as stored by the coordinator.
@@ -783,6 +785,82 @@ export const CreateJobResponseSchema: GenMessage<CreateJobResponse> = /*@__PURE_
   messageDesc(file_kairos_v1_jobs, 7);
 
 /**
+ * @generated from message kairos.v1.CreateJobsRequest
+ */
+export type CreateJobsRequest = Message<"kairos.v1.CreateJobsRequest"> & {
+  /**
+   * 1 to 1000 jobs, each as CreateJob takes it.
+   *
+   * @generated from field: repeated kairos.v1.CreateJobRequest jobs = 1;
+   */
+  jobs: CreateJobRequest[];
+};
+
+/**
+ * Describes the message kairos.v1.CreateJobsRequest.
+ * Use `create(CreateJobsRequestSchema)` to create a new message.
+ */
+export const CreateJobsRequestSchema: GenMessage<CreateJobsRequest> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 8);
+
+/**
+ * @generated from message kairos.v1.CreateJobsResponse
+ */
+export type CreateJobsResponse = Message<"kairos.v1.CreateJobsResponse"> & {
+  /**
+   * One result per item of the request, in the same order.
+   *
+   * @generated from field: repeated kairos.v1.CreateJobsResult results = 1;
+   */
+  results: CreateJobsResult[];
+};
+
+/**
+ * Describes the message kairos.v1.CreateJobsResponse.
+ * Use `create(CreateJobsResponseSchema)` to create a new message.
+ */
+export const CreateJobsResponseSchema: GenMessage<CreateJobsResponse> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 9);
+
+/**
+ * The answer to one item of CreateJobs.
+ *
+ * @generated from message kairos.v1.CreateJobsResult
+ */
+export type CreateJobsResult = Message<"kairos.v1.CreateJobsResult"> & {
+  /**
+   * The job made, or found by its idempotency key; empty when refused.
+   *
+   * @generated from field: string job_id = 1;
+   */
+  jobId: string;
+
+  /**
+   * True when this call made the job (see CreateJobResponse.created).
+   *
+   * @generated from field: bool created = 2;
+   */
+  created: boolean;
+
+  /**
+   * Set when the item was refused: the status CreateJob would have failed
+   * with for this item alone (code, message, and details: ErrorInfo with the
+   * reason, BadRequest naming the item's field, e.g. `run_at`). Unset when
+   * the item was accepted.
+   *
+   * @generated from field: google.rpc.Status error = 3;
+   */
+  error?: Status | undefined;
+};
+
+/**
+ * Describes the message kairos.v1.CreateJobsResult.
+ * Use `create(CreateJobsResultSchema)` to create a new message.
+ */
+export const CreateJobsResultSchema: GenMessage<CreateJobsResult> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_jobs, 10);
+
+/**
  * @generated from message kairos.v1.GetJobRequest
  */
 export type GetJobRequest = Message<"kairos.v1.GetJobRequest"> & {
@@ -799,7 +877,7 @@ export type GetJobRequest = Message<"kairos.v1.GetJobRequest"> & {
  * Use `create(GetJobRequestSchema)` to create a new message.
  */
 export const GetJobRequestSchema: GenMessage<GetJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 8);
+  messageDesc(file_kairos_v1_jobs, 11);
 
 /**
  * @generated from message kairos.v1.GetJobResponse
@@ -818,7 +896,7 @@ export type GetJobResponse = Message<"kairos.v1.GetJobResponse"> & {
  * Use `create(GetJobResponseSchema)` to create a new message.
  */
 export const GetJobResponseSchema: GenMessage<GetJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 9);
+  messageDesc(file_kairos_v1_jobs, 12);
 
 /**
  * @generated from message kairos.v1.ListJobsRequest
@@ -860,7 +938,7 @@ export type ListJobsRequest = Message<"kairos.v1.ListJobsRequest"> & {
  * Use `create(ListJobsRequestSchema)` to create a new message.
  */
 export const ListJobsRequestSchema: GenMessage<ListJobsRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 10);
+  messageDesc(file_kairos_v1_jobs, 13);
 
 /**
  * @generated from message kairos.v1.ListJobsResponse
@@ -886,7 +964,7 @@ export type ListJobsResponse = Message<"kairos.v1.ListJobsResponse"> & {
  * Use `create(ListJobsResponseSchema)` to create a new message.
  */
 export const ListJobsResponseSchema: GenMessage<ListJobsResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 11);
+  messageDesc(file_kairos_v1_jobs, 14);
 
 /**
  * @generated from message kairos.v1.CancelJobRequest
@@ -905,7 +983,7 @@ export type CancelJobRequest = Message<"kairos.v1.CancelJobRequest"> & {
  * Use `create(CancelJobRequestSchema)` to create a new message.
  */
 export const CancelJobRequestSchema: GenMessage<CancelJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 12);
+  messageDesc(file_kairos_v1_jobs, 15);
 
 /**
  * Intentionally empty: success means the job is CANCELLED.
@@ -920,7 +998,7 @@ export type CancelJobResponse = Message<"kairos.v1.CancelJobResponse"> & {
  * Use `create(CancelJobResponseSchema)` to create a new message.
  */
 export const CancelJobResponseSchema: GenMessage<CancelJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 13);
+  messageDesc(file_kairos_v1_jobs, 16);
 
 /**
  * @generated from message kairos.v1.UpdateJobRequest
@@ -1037,7 +1115,7 @@ export type UpdateJobRequest = Message<"kairos.v1.UpdateJobRequest"> & {
  * Use `create(UpdateJobRequestSchema)` to create a new message.
  */
 export const UpdateJobRequestSchema: GenMessage<UpdateJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 14);
+  messageDesc(file_kairos_v1_jobs, 17);
 
 /**
  * @generated from message kairos.v1.UpdateJobResponse
@@ -1063,7 +1141,7 @@ export type UpdateJobResponse = Message<"kairos.v1.UpdateJobResponse"> & {
  * Use `create(UpdateJobResponseSchema)` to create a new message.
  */
 export const UpdateJobResponseSchema: GenMessage<UpdateJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 15);
+  messageDesc(file_kairos_v1_jobs, 18);
 
 /**
  * @generated from message kairos.v1.StartBackfillRequest
@@ -1096,7 +1174,7 @@ export type StartBackfillRequest = Message<"kairos.v1.StartBackfillRequest"> & {
  * Use `create(StartBackfillRequestSchema)` to create a new message.
  */
 export const StartBackfillRequestSchema: GenMessage<StartBackfillRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 16);
+  messageDesc(file_kairos_v1_jobs, 19);
 
 /**
  * @generated from message kairos.v1.StartBackfillResponse
@@ -1134,7 +1212,7 @@ export type StartBackfillResponse = Message<"kairos.v1.StartBackfillResponse"> &
  * Use `create(StartBackfillResponseSchema)` to create a new message.
  */
 export const StartBackfillResponseSchema: GenMessage<StartBackfillResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 17);
+  messageDesc(file_kairos_v1_jobs, 20);
 
 /**
  * @generated from message kairos.v1.CancelBackfillRequest
@@ -1153,7 +1231,7 @@ export type CancelBackfillRequest = Message<"kairos.v1.CancelBackfillRequest"> &
  * Use `create(CancelBackfillRequestSchema)` to create a new message.
  */
 export const CancelBackfillRequestSchema: GenMessage<CancelBackfillRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 18);
+  messageDesc(file_kairos_v1_jobs, 21);
 
 /**
  * @generated from message kairos.v1.CancelBackfillResponse
@@ -1173,7 +1251,7 @@ export type CancelBackfillResponse = Message<"kairos.v1.CancelBackfillResponse">
  * Use `create(CancelBackfillResponseSchema)` to create a new message.
  */
 export const CancelBackfillResponseSchema: GenMessage<CancelBackfillResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 19);
+  messageDesc(file_kairos_v1_jobs, 22);
 
 /**
  * @generated from message kairos.v1.AbortRunRequest
@@ -1201,7 +1279,7 @@ export type AbortRunRequest = Message<"kairos.v1.AbortRunRequest"> & {
  * Use `create(AbortRunRequestSchema)` to create a new message.
  */
 export const AbortRunRequestSchema: GenMessage<AbortRunRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 20);
+  messageDesc(file_kairos_v1_jobs, 23);
 
 /**
  * @generated from message kairos.v1.AbortRunResponse
@@ -1248,7 +1326,7 @@ export type AbortRunResponse = Message<"kairos.v1.AbortRunResponse"> & {
  * Use `create(AbortRunResponseSchema)` to create a new message.
  */
 export const AbortRunResponseSchema: GenMessage<AbortRunResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 21);
+  messageDesc(file_kairos_v1_jobs, 24);
 
 /**
  * @generated from message kairos.v1.PreviewScheduleRequest
@@ -1288,7 +1366,7 @@ export type PreviewScheduleRequest = Message<"kairos.v1.PreviewScheduleRequest">
  * Use `create(PreviewScheduleRequestSchema)` to create a new message.
  */
 export const PreviewScheduleRequestSchema: GenMessage<PreviewScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 22);
+  messageDesc(file_kairos_v1_jobs, 25);
 
 /**
  * @generated from message kairos.v1.PreviewScheduleResponse
@@ -1321,7 +1399,7 @@ export type PreviewScheduleResponse = Message<"kairos.v1.PreviewScheduleResponse
  * Use `create(PreviewScheduleResponseSchema)` to create a new message.
  */
 export const PreviewScheduleResponseSchema: GenMessage<PreviewScheduleResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 23);
+  messageDesc(file_kairos_v1_jobs, 26);
 
 /**
  * @generated from message kairos.v1.ListUpcomingRequest
@@ -1347,7 +1425,7 @@ export type ListUpcomingRequest = Message<"kairos.v1.ListUpcomingRequest"> & {
  * Use `create(ListUpcomingRequestSchema)` to create a new message.
  */
 export const ListUpcomingRequestSchema: GenMessage<ListUpcomingRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 24);
+  messageDesc(file_kairos_v1_jobs, 27);
 
 /**
  * @generated from message kairos.v1.ListUpcomingResponse
@@ -1387,7 +1465,7 @@ export type ListUpcomingResponse = Message<"kairos.v1.ListUpcomingResponse"> & {
  * Use `create(ListUpcomingResponseSchema)` to create a new message.
  */
 export const ListUpcomingResponseSchema: GenMessage<ListUpcomingResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 25);
+  messageDesc(file_kairos_v1_jobs, 28);
 
 /**
  * One occurrence of a schedule.
@@ -1437,7 +1515,7 @@ export type Occurrence = Message<"kairos.v1.Occurrence"> & {
  * Use `create(OccurrenceSchema)` to create a new message.
  */
 export const OccurrenceSchema: GenMessage<Occurrence> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 26);
+  messageDesc(file_kairos_v1_jobs, 29);
 
 /**
  * @generated from message kairos.v1.PauseJobRequest
@@ -1456,7 +1534,7 @@ export type PauseJobRequest = Message<"kairos.v1.PauseJobRequest"> & {
  * Use `create(PauseJobRequestSchema)` to create a new message.
  */
 export const PauseJobRequestSchema: GenMessage<PauseJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 27);
+  messageDesc(file_kairos_v1_jobs, 30);
 
 /**
  * @generated from message kairos.v1.PauseJobResponse
@@ -1475,7 +1553,7 @@ export type PauseJobResponse = Message<"kairos.v1.PauseJobResponse"> & {
  * Use `create(PauseJobResponseSchema)` to create a new message.
  */
 export const PauseJobResponseSchema: GenMessage<PauseJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 28);
+  messageDesc(file_kairos_v1_jobs, 31);
 
 /**
  * @generated from message kairos.v1.ResumeJobRequest
@@ -1494,7 +1572,7 @@ export type ResumeJobRequest = Message<"kairos.v1.ResumeJobRequest"> & {
  * Use `create(ResumeJobRequestSchema)` to create a new message.
  */
 export const ResumeJobRequestSchema: GenMessage<ResumeJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 29);
+  messageDesc(file_kairos_v1_jobs, 32);
 
 /**
  * @generated from message kairos.v1.ResumeJobResponse
@@ -1513,7 +1591,7 @@ export type ResumeJobResponse = Message<"kairos.v1.ResumeJobResponse"> & {
  * Use `create(ResumeJobResponseSchema)` to create a new message.
  */
 export const ResumeJobResponseSchema: GenMessage<ResumeJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 30);
+  messageDesc(file_kairos_v1_jobs, 33);
 
 /**
  * @generated from message kairos.v1.TriggerJobRequest
@@ -1532,7 +1610,7 @@ export type TriggerJobRequest = Message<"kairos.v1.TriggerJobRequest"> & {
  * Use `create(TriggerJobRequestSchema)` to create a new message.
  */
 export const TriggerJobRequestSchema: GenMessage<TriggerJobRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 31);
+  messageDesc(file_kairos_v1_jobs, 34);
 
 /**
  * @generated from message kairos.v1.TriggerJobResponse
@@ -1551,7 +1629,7 @@ export type TriggerJobResponse = Message<"kairos.v1.TriggerJobResponse"> & {
  * Use `create(TriggerJobResponseSchema)` to create a new message.
  */
 export const TriggerJobResponseSchema: GenMessage<TriggerJobResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 32);
+  messageDesc(file_kairos_v1_jobs, 35);
 
 /**
  * @generated from message kairos.v1.ListRunsRequest
@@ -1586,7 +1664,7 @@ export type ListRunsRequest = Message<"kairos.v1.ListRunsRequest"> & {
  * Use `create(ListRunsRequestSchema)` to create a new message.
  */
 export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 33);
+  messageDesc(file_kairos_v1_jobs, 36);
 
 /**
  * @generated from message kairos.v1.ListRunsResponse
@@ -1612,7 +1690,7 @@ export type ListRunsResponse = Message<"kairos.v1.ListRunsResponse"> & {
  * Use `create(ListRunsResponseSchema)` to create a new message.
  */
 export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 34);
+  messageDesc(file_kairos_v1_jobs, 37);
 
 /**
  * @generated from message kairos.v1.ListAgentsRequest
@@ -1625,7 +1703,7 @@ export type ListAgentsRequest = Message<"kairos.v1.ListAgentsRequest"> & {
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 35);
+  messageDesc(file_kairos_v1_jobs, 38);
 
 /**
  * @generated from message kairos.v1.ListAgentsResponse
@@ -1644,7 +1722,7 @@ export type ListAgentsResponse = Message<"kairos.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_jobs, 36);
+  messageDesc(file_kairos_v1_jobs, 39);
 
 /**
  * Lifecycle state of a job.
@@ -1991,6 +2069,24 @@ export const JobService: GenService<{
     methodKind: "unary";
     input: typeof CreateJobRequestSchema;
     output: typeof CreateJobResponseSchema;
+  },
+  /**
+   * Creates 1 to 1000 jobs in one transaction, each judged on its own: the
+   * response has one result per request item, in order, and a refused item
+   * (invalid, or its idempotency key reused for another request) does not
+   * stop the others. Idempotency keys work per item, also between items of
+   * one call (a repeat of an earlier item answers that item's job with
+   * created = false). The call itself fails only for an empty or
+   * over-long list (INVALID_ARGUMENT, field `jobs`), credentials, or an
+   * unavailable store (nothing created). The whole request is bounded by the
+   * server's message size (KAIROS_GRPC_MAX_MESSAGE_BYTES, 4 MiB by default).
+   *
+   * @generated from rpc kairos.v1.JobService.CreateJobs
+   */
+  createJobs: {
+    methodKind: "unary";
+    input: typeof CreateJobsRequestSchema;
+    output: typeof CreateJobsResponseSchema;
   },
   /**
    * Returns one job. NOT_FOUND if it does not exist in the caller's namespace.
