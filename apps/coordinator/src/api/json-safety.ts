@@ -29,9 +29,11 @@ export interface JsonProblem {
 export function findJsonProblem(fields: Record<string, unknown>, maxDepth: number): JsonProblem | undefined {
   const stack: Frame[] = [];
   for (const [key, value] of Object.entries(fields)) {
-    const problem = textProblem(key, key, 'key');
+    // An empty key is still named: `""`, so the error always has a field.
+    const path = key === '' ? '""' : key;
+    const problem = textProblem(key, path, 'key');
     if (problem) return problem;
-    stack.push({ value, path: key, depth: 0 });
+    stack.push({ value, path, depth: 0 });
   }
   while (stack.length > 0) {
     const { value: current, path, depth } = stack.pop()!;

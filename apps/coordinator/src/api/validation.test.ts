@@ -98,6 +98,11 @@ describe('job parsers', () => {
     expect(parseCreateJob({ task: 'billing.send', runAt: '2030-01-01T00:00:00Z', payload: { anything: true } }).payload).toEqual({ anything: true });
   });
 
+  it('an empty top-level key is named `""`, so a refusal always names a field (found by input-fuzz)', () => {
+    expect(refusedField(() => parseCreateJob({ '': '\u0000' }))).toBe('""');
+    expect(refusedField(() => parseCreateJob({ task: 'sleep', runAt: '2030-01-01T00:00:00Z', '': 1 }))).not.toBe('');
+  });
+
   it('If-Match: the ETag form, a bare number, or nothing', () => {
     expect(parseExpectedVersion('"3"')).toBe(3);
     expect(parseExpectedVersion('W/"12"')).toBe(12);

@@ -536,7 +536,9 @@ function emptyToUndefined(value: unknown): unknown {
 export function fromZod(error: z.ZodError, input: unknown): ValidationError {
   const issue = error.issues[0]!;
   if (issue.code === 'unrecognized_keys') {
-    const key = [...issue.path.map(String), issue.keys[0] ?? 'body'].join('.');
+    // An empty key is named `""`: a refusal always names a field.
+    const unknown = issue.keys[0] === '' ? '""' : (issue.keys[0] ?? 'body');
+    const key = [...issue.path.map(String), unknown].join('.');
     return new ValidationError(key, `unknown field ${key}`);
   }
   const field = issue.path.length > 0 ? issue.path.map(String).join('.') : 'body';

@@ -60,7 +60,13 @@ describe('agents seen through any coordinator', () => {
     ];
     await waitFor(async () => JSON.stringify(await restAgents(c1)) === JSON.stringify(both), { timeoutMs: 15_000, description: 'both agents through c1' });
     expect(await restAgents(c2)).toEqual(both);
-    expect(await restAgents(c1, tokens.otherReader)).toEqual([['elsewhere', 'c2', 'other']]);
+    // The other namespace's agent is published on its own schedule: wait for it too, then exactly it.
+    const elsewhere = [['elsewhere', 'c2', 'other']];
+    await waitFor(async () => JSON.stringify(await restAgents(c1, tokens.otherReader)) === JSON.stringify(elsewhere), {
+      timeoutMs: 15_000,
+      description: "the other namespace's agent through c1",
+    });
+    expect(await restAgents(c1, tokens.otherReader)).toEqual(elsewhere);
   });
 
   test('gRPC ListAgents gives the same cluster-wide list', async () => {
