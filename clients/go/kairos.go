@@ -231,11 +231,7 @@ func (c *Client) CreateJob(ctx context.Context, job NewJob) (Created, error) {
 	if err != nil {
 		return Created{}, errorFrom(err)
 	}
-	created, err := c.GetJob(ctx, answer.GetJobId())
-	if err != nil {
-		return Created{}, err
-	}
-	return Created{Job: created, Created: answer.GetCreated()}, nil
+	return Created{Job: jobFrom(answer.GetJob()), Created: answer.GetCreated()}, nil
 }
 
 // MaxBatchJobs is the most jobs one CreateJobs call takes.
@@ -255,7 +251,7 @@ type BatchResult struct {
 // returned error is for the call as a whole (size, credentials, transport).
 func (c *Client) CreateJobs(ctx context.Context, jobs []NewJob) ([]BatchResult, error) {
 	if len(jobs) == 0 || len(jobs) > MaxBatchJobs {
-		return nil, &Error{Code: codes.InvalidArgument, Reason: ReasonInvalidArgument, Field: "jobs", Message: fmt.Sprintf("CreateJobs takes 1 to %d jobs", MaxBatchJobs)}
+		return nil, invalidArg("jobs", fmt.Sprintf("CreateJobs takes 1 to %d jobs", MaxBatchJobs))
 	}
 	results := make([]BatchResult, len(jobs))
 	request := &kairosv1.CreateJobsRequest{}
@@ -309,14 +305,14 @@ func createRequest(job NewJob) (*kairosv1.CreateJobRequest, error) {
 	if job.Payload != nil {
 		payload, err := structpb.NewStruct(job.Payload)
 		if err != nil {
-			return nil, &Error{Code: codes.InvalidArgument, Reason: ReasonInvalidArgument, Field: "payload", Message: "payload: " + err.Error()}
+			return nil, invalidArg("payload", "payload: "+err.Error())
 		}
 		request.Payload = payload
 	}
 	if job.MisfirePolicy != "" {
 		value, ok := kairosv1.MisfirePolicy_value["MISFIRE_POLICY_"+strings.ToUpper(strings.ReplaceAll(job.MisfirePolicy, "-", "_"))]
 		if !ok {
-			return nil, &Error{Code: codes.InvalidArgument, Reason: ReasonInvalidArgument, Field: "misfire_policy", Message: "misfire_policy must be fire-once, skip or catch-up"}
+			return nil, invalidArg("misfire_policy", "misfire_policy must be fire-once, skip or catch-up")
 		}
 		request.MisfirePolicy = kairosv1.MisfirePolicy(value)
 	}
@@ -349,7 +345,7 @@ func (c *Client) ListJobsPage(ctx context.Context, filter JobFilter) ([]Job, str
 	if filter.State != "" {
 		value, ok := kairosv1.JobState_value["JOB_STATE_"+strings.ToUpper(filter.State)]
 		if !ok {
-			return nil, "", &Error{Code: codes.InvalidArgument, Reason: "INVALID_ARGUMENT", Field: "state", Message: "state must be DUE, CLAIMED, COMPLETED, DEAD, PAUSED or CANCELLED"}
+			return nil, "", invalidArg("state", "state must be DUE, CLAIMED, COMPLETED, DEAD, PAUSED or CANCELLED")
 		}
 		request.State = kairosv1.JobState(value)
 	}
@@ -486,6 +482,11 @@ const (
 	ReasonIdempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
 	ReasonUnauthenticated      = "UNAUTHENTICATED"
 )
+
+// invalidArg is the error for input refused before anything is sent.
+func invalidArg(field, message string) *Error {
+	return &Error{Code: codes.InvalidArgument, Reason: ReasonInvalidArgument, Field: field, Message: message}
+}
 
 // ReasonOf is the Reason of a Kairos error ("" for any other error or nil).
 func ReasonOf(err error) string {

@@ -14,60 +14,28 @@
 // Works offline on a clean checkout after `npm ci`: the buf binary ships inside
 // the @bufbuild/buf npm package and protoc-gen-es is a local node_modules plugin.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { bufScript, compareTrees, root } from './lib/generated.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const template = 'proto/buf.gen.yaml';
 const committedDir = 'libs/proto/src/gen'; // the template's `out`, relative to the root
 const regenerate = `npx buf generate proto --template ${template}`;
 
 /** Runs buf from the repository root (the template's paths are relative to it). */
 function buf(args) {
-  const bufScript = createRequire(path.join(root, 'package.json')).resolve('@bufbuild/buf/bin/buf');
-  const result = spawnSync(process.execPath, [bufScript, ...args], { cwd: root, encoding: 'utf8' });
+  const result = spawnSync(process.execPath, [bufScript(), ...args], { cwd: root, encoding: 'utf8' });
   if (result.error) throw new Error(`could not run buf ${args[0]}: ${result.error.message}`, { cause: result.error });
   return { ok: result.status === 0, output: `${result.stdout}${result.stderr}`.trim() };
 }
 
-/** Relative paths of all files under dir (empty if dir does not exist), sorted. */
-async function listFiles(dir) {
-  if (!existsSync(dir)) return [];
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
-  return entries
-    .filter((entry) => entry.isFile())
-    .map((entry) => path.relative(dir, path.join(entry.parentPath ?? entry.path, entry.name)))
-    .sort();
-}
-
-/** Differences between the fresh and the committed trees, as readable lines. */
-async function compareTrees(freshDir, committedAbs) {
-  const fresh = await listFiles(freshDir);
-  const committed = await listFiles(committedAbs);
-  const committedSet = new Set(committed);
-  const freshSet = new Set(fresh);
-  const problems = [];
-  for (const file of fresh) {
-    const shown = path.posix.join(committedDir, file.split(path.sep).join('/'));
-    if (!committedSet.has(file)) {
-      problems.push(`  missing: ${shown} (generated from the .proto files but not committed)`);
-      continue;
-    }
-    const [a, b] = await Promise.all([readFile(path.join(freshDir, file)), readFile(path.join(committedAbs, file))]);
-    if (!a.equals(b)) problems.push(`  stale:   ${shown} (differs from what the .proto files generate)`);
-  }
-  for (const file of committed) {
-    if (!freshSet.has(file)) {
-      const shown = path.posix.join(committedDir, file.split(path.sep).join('/'));
-      problems.push(`  extra:   ${shown} (no .proto file generates it any more)`);
-    }
-  }
-  return problems;
-}
+/** How this script words each difference between the fresh and the committed trees. */
+const say = {
+  missing: (shown) => `  missing: ${shown} (generated from the .proto files but not committed)`,
+  stale: (shown) => `  stale:   ${shown} (differs from what the .proto files generate)`,
+  extra: (shown) => `  extra:   ${shown} (no .proto file generates it any more)`,
+};
 
 async function main() {
   let failed = false;
@@ -78,7 +46,7 @@ async function main() {
       console.error(`check-generated: buf generate failed:\n${generated.output}`);
       failed = true;
     } else {
-      const problems = await compareTrees(path.join(tmp, committedDir), path.join(root, committedDir));
+      const problems = compareTrees(path.join(tmp, committedDir), path.join(root, committedDir), say);
       if (problems.length > 0) {
         console.error(
           [

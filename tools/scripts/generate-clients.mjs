@@ -5,13 +5,11 @@
 //   clients/go/gen/kairos/v1/*.pb.go            buf with clients/go/buf.gen.yaml
 // The tools come from tools/scripts/client-env.mjs (.tmp/python, .tmp/go-bin).
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdtempSync, readdirSync, rmSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { bufScript, compareTrees, listFiles, root } from './lib/generated.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const check = process.argv.includes('--check');
 
 function run(command, args, options = {}) {
@@ -27,14 +25,12 @@ const protos = readdirSync(path.join(root, 'proto/kairos/v1'))
   .filter((file) => file.endsWith('.proto'))
   .map((file) => `proto/kairos/v1/${file}`);
 
-/** Files under dir, relative, sorted. */
-function files(dir) {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)))
-    .sort();
-}
+/** How this script words each difference between the fresh and the committed stubs. */
+const say = {
+  missing: (shown) => `  missing: ${shown}`,
+  stale: (shown) => `  stale: ${shown}`,
+  extra: (shown) => `  not generated any more: ${shown}`,
+};
 
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'kairos-clients-'));
 const problems = [];
@@ -43,30 +39,20 @@ try {
   const pyOut = check ? path.join(scratch, 'py') : path.join(root, 'clients/python/src');
   mkdirSync(pyOut, { recursive: true });
   const pyDir = path.join(root, 'clients/python/src/kairos/v1');
-  if (!check) for (const file of files(pyDir)) if (file.includes('_pb2')) rmSync(path.join(pyDir, file));
+  if (!check) for (const file of listFiles(pyDir)) if (file.includes('_pb2')) rmSync(path.join(pyDir, file));
   run(env.python, ['-m', 'grpc_tools.protoc', '-Iproto', `--python_out=${pyOut}`, `--pyi_out=${pyOut}`, `--grpc_python_out=${pyOut}`, ...protos]);
 
   // Go: buf with the committed template; -o prefixes the template's out.
-  const bufScript = createRequire(path.join(root, 'package.json')).resolve('@bufbuild/buf/bin/buf');
   const goArgs = ['generate', 'proto', '--path', 'proto/kairos/v1', '--template', 'clients/go/buf.gen.yaml'];
   const goEnv = { ...process.env, PATH: `${env.goBin}${path.delimiter}${process.env.PATH}` };
-  run(process.execPath, [bufScript, ...goArgs, ...(check ? ['-o', path.join(scratch, 'go')] : [])], { env: goEnv });
+  run(process.execPath, [bufScript(), ...goArgs, ...(check ? ['-o', path.join(scratch, 'go')] : [])], { env: goEnv });
 
   if (check) {
     const pairs = [
       [path.join(scratch, 'py/kairos/v1'), pyDir, (file) => file.includes('_pb2')],
       [path.join(scratch, 'go/clients/go/gen'), path.join(root, 'clients/go/gen'), () => true],
     ];
-    for (const [fresh, committed, generated] of pairs) {
-      const a = files(fresh).filter(generated);
-      const b = files(committed).filter(generated);
-      for (const file of new Set([...a, ...b])) {
-        const shown = path.relative(root, path.join(committed, file));
-        if (!a.includes(file)) problems.push(`  not generated any more: ${shown}`);
-        else if (!b.includes(file)) problems.push(`  missing: ${shown}`);
-        else if (readFileSync(path.join(fresh, file), 'utf8') !== readFileSync(path.join(committed, file), 'utf8')) problems.push(`  stale: ${shown}`);
-      }
-    }
+    for (const [fresh, committed, generated] of pairs) problems.push(...compareTrees(fresh, committed, say, generated));
   }
 } finally {
   rmSync(scratch, { recursive: true, force: true });

@@ -14,7 +14,7 @@
  * write from an older attempt (higher token wins).
  */
 import type { Logger } from 'pino';
-import { payloadProblem } from '@kairos/tasks';
+import { firstProblem } from '@kairos/tasks';
 import { toJSONSchema, type input, type output, type ZodType } from 'zod';
 
 /** Everything a handler learns about its run besides the payload. */
@@ -80,10 +80,10 @@ export class PayloadError extends Error {
 export function parsePayload<S extends ZodType>(schema: S, payload: Record<string, unknown>): output<S> {
   const parsed = schema.safeParse(payload);
   if (parsed.success) return parsed.data;
-  const problem = payloadProblem(schema, payload) ?? { field: 'payload', message: 'invalid payload' };
+  const { path, message } = firstProblem(parsed.error);
   // Named relative to the payload, as handler authors see it ("url", "env.PATH").
-  const field = problem.field === 'payload' ? 'payload' : problem.field.slice('payload.'.length);
-  throw new PayloadError(field, `invalid payload field "${field}": ${problem.message}`);
+  const field = path.length > 0 ? path.join('.') : 'payload';
+  throw new PayloadError(field, `invalid payload field "${field}": ${message}`);
 }
 
 /** A handler made by defineTask: it carries the JSON Schema its agent advertises. */

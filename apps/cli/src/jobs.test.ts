@@ -7,6 +7,7 @@ import { JobState, MisfirePolicy } from '@kairos/proto';
 import {
   grpcError,
   SAMPLE_JOB_ID,
+  sampleJob,
   startFakeJobService,
   type FakeJobService,
 } from '../../../libs/client/src/test-support/fake-job-service';
@@ -103,7 +104,7 @@ describe('kairos jobs / runs / agents against a JobService on loopback', () => {
 
     it('prints exactly one JSON document with --json, and says when the job already existed', async () => {
       const { server, kairos } = await setup();
-      server.handle({ createJob: () => ({ jobId: 'first', created: false }) });
+      server.handle({ createJob: () => ({ jobId: 'first', created: false, job: sampleJob({ id: 'first' }) }) });
       const json = await kairos(['--json', 'jobs', 'create', '--task', 'sleep', '--run-at', '2030-01-01T09:00:00Z']);
       // The shape POST /jobs answers: the job itself in the REST JSON shape.
       expect(JSON.parse(json.stdout)).toMatchObject({ jobId: 'first', created: false, job: { jobId: 'first', state: 'DUE', timeoutSeconds: 60 } });

@@ -18,7 +18,7 @@ import {
   addGrpcService,
   reflectionPackageDefinition,
 } from '@kairos/proto';
-import { createPool, createStore, startEmbeddedPostgres, type EmbeddedPostgres } from '@kairos/store';
+import { createPool, createStore, startEmbeddedPostgres, type EmbeddedPostgres, type RetryPolicy } from '@kairos/store';
 import { createAuthenticator } from './api/auth';
 import { connectHandler, drainSessions } from './api/grpc-agent';
 import { jobServiceImplementation } from './api/grpc-jobs';
@@ -87,7 +87,8 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
   }
 
   const pool = createPool({ connectionString: databaseUrl, max: options.dbPoolSize, application_name: `kairos-${options.coordinatorId}` });
-  const store = createStore(pool, { retry: { backoffBaseMs: options.retryBaseMs, backoffCapMs: options.retryCapMs } });
+  const retry: RetryPolicy = { backoffBaseMs: options.retryBaseMs, backoffCapMs: options.retryCapMs };
+  const store = createStore(pool, { retry });
   const applied = await migrateWithRetry(store.migrate, log);
   if (applied.length > 0) log.info({ applied }, 'migrations applied');
 
@@ -134,7 +135,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     payloadSchemas,
     onJobsDue: () => dispatcher.wake(),
     onAbort: () => metrics.abortsRequested.inc(),
-    retryDefaults: { initialIntervalMs: options.retryBaseMs, maxIntervalMs: options.retryCapMs },
+    retryDefaults: retry,
   });
   const tokens = tokenCommands(store);
   const auth = createAuthenticator({

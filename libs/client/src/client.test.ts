@@ -1,7 +1,7 @@
 import { status } from '@grpc/grpc-js';
 import { JobState, MisfirePolicy } from '@kairos/proto';
 import { createKairosClient, KairosError, type KairosClient } from './index';
-import { grpcError, SAMPLE_JOB_ID, startFakeJobService, type FakeJobService } from './test-support/fake-job-service';
+import { grpcError, SAMPLE_JOB_ID, sampleJob, startFakeJobService, type FakeJobService } from './test-support/fake-job-service';
 
 describe('createKairosClient against a JobService on loopback', () => {
   // Each test gets its own server and client; afterEach tears down whatever started.
@@ -30,7 +30,7 @@ describe('createKairosClient against a JobService on loopback', () => {
       timeoutSeconds: 30,
       idempotencyKey: 'k-1',
     });
-    expect(result).toEqual({ jobId: SAMPLE_JOB_ID, created: true });
+    expect(result).toEqual({ jobId: SAMPLE_JOB_ID, created: true, job: expect.objectContaining({ id: SAMPLE_JOB_ID }) });
     const request = server.lastRequest('createJob');
     expect(request.when.case).toBe('runAt');
     expect(request.when.case === 'runAt' && Number(request.when.value.seconds)).toBe(
@@ -50,14 +50,14 @@ describe('createKairosClient against a JobService on loopback', () => {
 
   it('creates a recurring job with timezone and misfire policy, and reports created=false', async () => {
     const { server, client } = await start();
-    server.handle({ createJob: () => ({ jobId: 'existing', created: false }) });
+    server.handle({ createJob: () => ({ jobId: 'existing', created: false, job: sampleJob({ id: 'existing' }) }) });
     const result = await client.createJob({
       task: 'http',
       schedule: '*/5 * * * *',
       timezone: 'America/New_York',
       misfirePolicy: 'skip',
     });
-    expect(result).toEqual({ jobId: 'existing', created: false });
+    expect(result).toEqual({ jobId: 'existing', created: false, job: expect.objectContaining({ id: 'existing' }) });
     const request = server.lastRequest('createJob');
     expect(request.when).toEqual({ case: 'schedule', value: '*/5 * * * *' });
     expect(request.timezone).toBe('America/New_York');

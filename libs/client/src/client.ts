@@ -63,7 +63,7 @@ import {
   updateJobRequest,
 } from './jobs';
 import { runFromWire, type ListRunsOptions, type RunPage } from './runs';
-import { occurrenceFromWire, previewRequest, type PreviewScheduleInput, type SchedulePreview } from './schedules';
+import { previewFromWire, previewRequest, type PreviewScheduleInput, type SchedulePreview } from './schedules';
 import { createTokenRequest, tokenFromWire, type CreatedToken, type CreateTokenInput, type Token } from './tokens';
 import { counter, dateOrNull, textOrNull } from './wire-values';
 
@@ -177,7 +177,7 @@ export function createKairosClient(options: KairosClientOptions): KairosClient {
     async createJob(input) {
       const request = createJobRequest(input);
       const response = await unary<CreateJobResponse>('CreateJob', (md, opts, cb) => grpcClient.createJob(request, md, opts, cb));
-      return { jobId: response.jobId, created: response.created };
+      return { jobId: response.jobId, created: response.created, job: requiredJob(response.job, 'CreateJob') };
     },
     async createJobs(inputs) {
       if (!Array.isArray(inputs) || inputs.length === 0 || inputs.length > MAX_BATCH_JOBS) {
@@ -280,12 +280,12 @@ export function createKairosClient(options: KairosClientOptions): KairosClient {
     async previewSchedule(input) {
       const request = previewRequest(input);
       const response = await unary<PreviewScheduleResponse>('PreviewSchedule', (md, opts, cb) => grpcClient.previewSchedule(request, md, opts, cb));
-      return { schedule: textOrNull(response.schedule), timezone: response.timezone, occurrences: response.occurrences.map(occurrenceFromWire) };
+      return previewFromWire(response);
     },
     async listUpcoming(jobId, upcomingOptions = {}) {
       const request = { jobId: requireJobId(jobId), count: uint32(upcomingOptions.count, 'count') };
       const response = await unary<ListUpcomingResponse>('ListUpcoming', (md, opts, cb) => grpcClient.listUpcoming(request, md, opts, cb));
-      return { schedule: textOrNull(response.schedule), timezone: response.timezone, occurrences: response.occurrences.map(occurrenceFromWire) };
+      return previewFromWire(response);
     },
     async listAgents() {
       const response = await unary<ListAgentsResponse>('ListAgents', (md, opts, cb) => grpcClient.listAgents({}, md, opts, cb));

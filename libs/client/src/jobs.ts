@@ -121,6 +121,8 @@ export interface CreateJobResult {
   jobId: string;
   /** false when an earlier request with the same idempotency key already created it. */
   created: boolean;
+  /** The job as the call left it (the existing one when `created` is false). */
+  job: Job;
 }
 
 /** The most jobs one createJobs call takes (the coordinator's limit). */
@@ -214,9 +216,7 @@ export interface UpdateJobResult {
 /** The UpdateJob request for an input; throws `invalid-argument` naming a bad field. */
 export function updateJobRequest(jobId: string, input: UpdateJobInput, expectedVersion: number | undefined) {
   if (typeof input !== 'object' || input === null) throw invalid('changes', 'changes must be an object');
-  if (input.misfirePolicy !== undefined && !Object.hasOwn(MISFIRE_TO_WIRE, input.misfirePolicy)) {
-    throw invalid('misfirePolicy', `misfirePolicy must be one of ${MISFIRE_POLICIES.join(', ')}`);
-  }
+  const misfirePolicy = misfireToWire(input.misfirePolicy);
   return {
     jobId,
     expectedVersion: uint32(expectedVersion, 'expectedVersion'),
@@ -227,7 +227,7 @@ export function updateJobRequest(jobId: string, input: UpdateJobInput, expectedV
     ...(input.name === undefined ? {} : { name: input.name ?? '' }),
     ...(input.maxAttempts === undefined ? {} : { maxAttempts: uint32(input.maxAttempts, 'maxAttempts') }),
     ...(input.timeoutSeconds === undefined ? {} : { timeoutSeconds: uint32(input.timeoutSeconds ?? 0, 'timeoutSeconds') }),
-    misfirePolicy: input.misfirePolicy === undefined ? WireMisfirePolicy.UNSPECIFIED : MISFIRE_TO_WIRE[input.misfirePolicy],
+    misfirePolicy,
     ...(input.retry === undefined ? {} : { retry: retryRequest(input.retry) }),
     ...(input.jitterMs === undefined ? {} : { jitterMs: uint32(input.jitterMs, 'jitterMs') }),
     ...(input.pauseOnFailure === undefined ? {} : { pauseOnFailure: input.pauseOnFailure === true }),
@@ -319,6 +319,16 @@ const MISFIRE_TO_WIRE: Record<MisfirePolicy, WireMisfirePolicy> = {
   'catch-up': WireMisfirePolicy.CATCH_UP,
 };
 
+const MISFIRE_FROM_WIRE: Record<number, MisfirePolicy | undefined> = Object.fromEntries(
+  Object.entries(MISFIRE_TO_WIRE).map(([name, wire]) => [wire, name as MisfirePolicy]),
+);
+
+function misfireToWire(policy: MisfirePolicy | undefined): WireMisfirePolicy {
+  if (policy === undefined) return WireMisfirePolicy.UNSPECIFIED;
+  if (!Object.hasOwn(MISFIRE_TO_WIRE, policy)) throw invalid('misfirePolicy', `misfirePolicy must be one of ${MISFIRE_POLICIES.join(', ')}`);
+  return MISFIRE_TO_WIRE[policy];
+}
+
 /** The CreateJob request for an input; throws `invalid-argument` naming the bad field. */
 export function createJobRequest(input: CreateJobInput): CreateJobRequest {
   requireText(input.task, 'task');
@@ -330,9 +340,7 @@ export function createJobRequest(input: CreateJobInput): CreateJobRequest {
     input.runAt !== undefined
       ? { case: 'runAt', value: timestampFromDate(instant(input.runAt)) }
       : { case: 'schedule', value: input.schedule ?? '' };
-  if (input.misfirePolicy !== undefined && !Object.hasOwn(MISFIRE_TO_WIRE, input.misfirePolicy)) {
-    throw invalid('misfirePolicy', `misfirePolicy must be one of ${MISFIRE_POLICIES.join(', ')}`);
-  }
+  const misfirePolicy = misfireToWire(input.misfirePolicy);
   return create(CreateJobRequestSchema, {
     when,
     timezone: input.timezone ?? '',
@@ -341,7 +349,7 @@ export function createJobRequest(input: CreateJobInput): CreateJobRequest {
     name: input.name ?? '',
     maxAttempts: uint32(input.maxAttempts, 'maxAttempts'),
     timeoutSeconds: uint32(input.timeoutSeconds, 'timeoutSeconds'),
-    misfirePolicy: input.misfirePolicy === undefined ? WireMisfirePolicy.UNSPECIFIED : MISFIRE_TO_WIRE[input.misfirePolicy],
+    misfirePolicy,
     idempotencyKey: input.idempotencyKey ?? '',
     ...(input.retry === undefined ? {} : { retry: retryRequest(input.retry) }),
     jitterMs: uint32(input.jitterMs, 'jitterMs'),
@@ -352,7 +360,7 @@ export function createJobRequest(input: CreateJobInput): CreateJobRequest {
 }
 
 /** A RetryPolicy message from the input: set fields only, checked for type. */
-export function retryRequest(retry: RetryPolicyInput): RetryPolicyInit {
+function retryRequest(retry: RetryPolicyInput): RetryPolicyInit {
   if (typeof retry !== 'object' || retry === null) throw invalid('retry', 'retry must be an object');
   const out: RetryPolicyInit = {};
   if (retry.initialIntervalMs !== undefined) out.initialIntervalMs = uint32(retry.initialIntervalMs, 'retry.initialIntervalMs');
@@ -399,7 +407,7 @@ export function jobFromWire(job: WireJob): Job {
     maxAttempts: job.maxAttempts,
     timeoutSeconds: job.timeoutSeconds,
     // The server never returns UNSPECIFIED; if it did (or a newer value), the default applies.
-    misfirePolicy: job.misfirePolicy === WireMisfirePolicy.SKIP ? 'skip' : job.misfirePolicy === WireMisfirePolicy.CATCH_UP ? 'catch-up' : 'fire-once',
+    misfirePolicy: MISFIRE_FROM_WIRE[job.misfirePolicy] ?? 'fire-once',
     overlapPolicy: OVERLAP_FROM_WIRE[job.overlapPolicy] ?? 'skip',
     catchupWindowMs: job.catchupWindowMs === 0n ? null : Number(job.catchupWindowMs),
     backfill: job.backfill === undefined ? null : { through: dateOrNull(job.backfill.through), resumeAt: dateOrNull(job.backfill.resumeAt) },
@@ -432,7 +440,7 @@ export function requiredJob(job: WireJob | undefined, call: string): Job {
   return jobFromWire(job);
 }
 
-export function invalid(field: string, message: string): KairosError {
+function invalid(field: string, message: string): KairosError {
   return new KairosError(KairosErrorCode.InvalidArgument, message, { field });
 }
 

@@ -3,7 +3,12 @@
  * and local readings, marked where daylight saving time moved them.
  */
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { DstMark as WireDstMark, type Occurrence as WireOccurrence } from '@kairos/proto';
+import {
+  DstMark as WireDstMark,
+  type ListUpcomingResponse,
+  type Occurrence as WireOccurrence,
+  type PreviewScheduleResponse,
+} from '@kairos/proto';
 import { instant, requireText, uint32 } from './jobs';
 import { dateOrNull, textOrNull } from './wire-values';
 
@@ -69,4 +74,9 @@ export function occurrenceFromWire(occurrence: WireOccurrence): Occurrence {
     dst: DST_FROM_WIRE[occurrence.dst] ?? null,
     scheduledLocal: textOrNull(occurrence.scheduledLocal),
   };
+}
+
+/** A PreviewSchedule or ListUpcoming answer: the normalised schedule, its zone and the occurrences. */
+export function previewFromWire(response: PreviewScheduleResponse | ListUpcomingResponse): SchedulePreview {
+  return { schedule: textOrNull(response.schedule), timezone: response.timezone, occurrences: response.occurrences.map(occurrenceFromWire) };
 }

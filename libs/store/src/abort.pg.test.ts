@@ -4,14 +4,13 @@
  * aborted run. Time is pinned (`now`), so lease arithmetic is exact.
  */
 import { Client } from 'pg';
-import { createTestDatabase, insertJob, at, type TestDatabase } from '@kairos/testing';
+import { createTestDatabase, insertJob, at, jobRow, runRows, FIXTURE_HOLDER, type TestDatabase } from '@kairos/testing';
 import { ABORT_CHANNEL } from './notifications';
 import type { Store } from './store';
 
 const T0 = new Date('2030-01-01T00:00:00.000Z');
 const LEASE_MS = 10_000;
 const GRACE_MS = 30_000;
-const HOLDER = { owner: 'agent-fixture', tokenId: null };
 const BY = 'ops (token 0190a000-0000-7000-8000-0000000000aa)';
 
 describe('aborting a running run', () => {
@@ -29,12 +28,6 @@ describe('aborting a running run', () => {
     await db.truncate();
   });
 
-  async function job(id: string) {
-    return (await db.pool.query('SELECT * FROM jobs WHERE id = $1', [id])).rows[0];
-  }
-  async function runsOf(id: string) {
-    return (await db.pool.query('SELECT * FROM runs WHERE job_id = $1 ORDER BY id', [id])).rows;
-  }
   const claimedOneOff = () => insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 2, leaseUntil: at(T0, LEASE_MS), runAt: at(T0, -1000) });
   const claimedRecurring = () =>
     insertJob(db.pool, {
@@ -44,11 +37,11 @@ describe('aborting a running run', () => {
       leaseGeneration: 2,
       leaseUntil: at(T0, LEASE_MS),
     });
-  const lease = (jobId: string) => ({ ...HOLDER, jobId, leaseGeneration: 2 });
+  const lease = (jobId: string) => ({ ...FIXTURE_HOLDER, jobId, leaseGeneration: 2 });
 
   it('records the request on the CLAIMED job, answers its run and holder, and is idempotent', async () => {
     const id = await claimedOneOff();
-    const [run] = await runsOf(id);
+    const [run] = await runRows(db.pool, id);
     const first = await store.lease.abort('default', id, { by: BY, stopSchedule: false }, T0);
     expect(first).toEqual({
       kind: 'requested',
@@ -62,9 +55,9 @@ describe('aborting a running run', () => {
     // Asked again by someone else, later, with stopSchedule: the first caller and time stay, stopSchedule is added.
     const again = await store.lease.abort('default', id, { by: 'someone else', stopSchedule: true }, at(T0, 500));
     expect(again).toMatchObject({ kind: 'requested', requestedBy: BY, requestedAt: T0, stopSchedule: true });
-    expect(await job(id)).toMatchObject({ state: 'CLAIMED', abort_requested_by: BY, abort_stop_schedule: true });
+    expect(await jobRow(db.pool, id)).toMatchObject({ state: 'CLAIMED', abort_requested_by: BY, abort_stop_schedule: true });
     // The lease itself is untouched: its holder keeps it until it reports.
-    expect((await job(id)).lease_until).toEqual(at(T0, LEASE_MS));
+    expect((await jobRow(db.pool, id)).lease_until).toEqual(at(T0, LEASE_MS));
   });
 
   it('answers not-running for a job nobody holds, and not-found across namespaces or for junk ids', async () => {
@@ -75,8 +68,8 @@ describe('aborting a running run', () => {
     expect(await store.lease.abort('default', done, { by: BY, stopSchedule: false }, T0)).toEqual({ kind: 'not-running', state: 'COMPLETED' });
     expect(await store.lease.abort('other', claimed, { by: BY, stopSchedule: false }, T0)).toEqual({ kind: 'not-found' });
     expect(await store.lease.abort('default', 'nope', { by: BY, stopSchedule: false }, T0)).toEqual({ kind: 'not-found' });
-    expect((await job(due)).abort_requested_at).toBeNull();
-    expect((await job(claimed)).abort_requested_at).toBeNull();
+    expect((await jobRow(db.pool, due)).abort_requested_at).toBeNull();
+    expect((await jobRow(db.pool, claimed)).abort_requested_at).toBeNull();
   });
 
   it('notifies kairos_abort with the lease, once the request commits', async () => {
@@ -104,7 +97,7 @@ describe('aborting a running run', () => {
     expect(late).toMatchObject({ kind: 'renewed', remainingMs: 5_000, abortRequested: true });
     const [over] = await store.lease.renew([lease(id)], LEASE_MS, at(T0, 31_000), GRACE_MS);
     expect(over).toMatchObject({ kind: 'renewed', remainingMs: 0, abortRequested: true });
-    expect((await job(id)).lease_until).toEqual(at(T0, GRACE_MS));
+    expect((await jobRow(db.pool, id)).lease_until).toEqual(at(T0, GRACE_MS));
   });
 
   it('a reported CANCELLED ends a one-off job CANCELLED, the run CANCELLED with who aborted it, never retried', async () => {
@@ -112,8 +105,8 @@ describe('aborting a running run', () => {
     await store.lease.abort('default', id, { by: BY, stopSchedule: false }, T0);
     const [result] = await store.lease.complete([{ ...lease(id), outcome: 'CANCELLED', error: 'aborted by an operator' }], at(T0, 100));
     expect(result).toMatchObject({ kind: 'recorded', state: 'CANCELLED', runOutcome: 'CANCELLED', nextRunAt: null });
-    expect(await job(id)).toMatchObject({ state: 'CANCELLED', abort_requested_at: null, lease_owner: null, attempt: 1 });
-    expect(await runsOf(id)).toEqual([
+    expect(await jobRow(db.pool, id)).toMatchObject({ state: 'CANCELLED', abort_requested_at: null, lease_owner: null, attempt: 1 });
+    expect(await runRows(db.pool, id)).toEqual([
       expect.objectContaining({ outcome: 'CANCELLED', aborted_by: BY, error: `aborted by ${BY}: aborted by an operator` }),
     ]);
   });
@@ -124,8 +117,8 @@ describe('aborting a running run', () => {
     const [result] = await store.lease.complete([{ ...lease(id), outcome: 'FAILED', error: 'killed by SIGTERM' }], at(T0, 100));
     // Recurring: on to the next occurrence with a fresh attempt budget, as after any finished occurrence.
     expect(result).toMatchObject({ kind: 'recorded', state: 'DUE', runOutcome: 'CANCELLED', nextRunAt: at(T0, 300_000) });
-    expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 0, abort_requested_at: null });
-    expect((await runsOf(id))[0]).toMatchObject({ outcome: 'CANCELLED', aborted_by: BY });
+    expect(await jobRow(db.pool, id)).toMatchObject({ state: 'DUE', attempt: 0, abort_requested_at: null });
+    expect((await runRows(db.pool, id))[0]).toMatchObject({ outcome: 'CANCELLED', aborted_by: BY });
   });
 
   it('stopSchedule ends a recurring job CANCELLED, even when the run succeeded first', async () => {
@@ -143,8 +136,8 @@ describe('aborting a running run', () => {
       expect.objectContaining({ kind: 'recorded', state: 'CANCELLED', runOutcome: 'CANCELLED' }),
       expect.objectContaining({ kind: 'recorded', state: 'CANCELLED', runOutcome: 'SUCCEEDED' }),
     ]);
-    expect((await runsOf(succeeded))[0]).toMatchObject({ outcome: 'SUCCEEDED', aborted_by: null, error: null });
-    expect((await job(succeeded)).next_run_at).toBeNull();
+    expect((await runRows(db.pool, succeeded))[0]).toMatchObject({ outcome: 'SUCCEEDED', aborted_by: null, error: null });
+    expect((await jobRow(db.pool, succeeded)).next_run_at).toBeNull();
   });
 
   it('a one-off run that succeeded before the abort reached it stays SUCCEEDED and the job COMPLETED', async () => {
@@ -152,7 +145,7 @@ describe('aborting a running run', () => {
     await store.lease.abort('default', id, { by: BY, stopSchedule: false }, T0);
     const [result] = await store.lease.complete([{ ...lease(id), outcome: 'SUCCEEDED' }], at(T0, 100));
     expect(result).toMatchObject({ kind: 'recorded', state: 'COMPLETED', runOutcome: 'SUCCEEDED' });
-    expect(await job(id)).toMatchObject({ state: 'COMPLETED', abort_requested_at: null });
+    expect(await jobRow(db.pool, id)).toMatchObject({ state: 'COMPLETED', abort_requested_at: null });
   });
 
   it('a lease given back unstarted after an abort is settled as aborted, not handed out again', async () => {
@@ -163,9 +156,9 @@ describe('aborting a running run', () => {
       { kind: 'released', jobId: id, leaseGeneration: 2 },
       { kind: 'released', jobId: plain, leaseGeneration: 2 },
     ]);
-    expect(await job(id)).toMatchObject({ state: 'CANCELLED', abort_requested_at: null });
-    expect((await runsOf(id))[0]).toMatchObject({ outcome: 'CANCELLED', aborted_by: BY });
-    expect((await job(plain)).state).toBe('DUE');
+    expect(await jobRow(db.pool, id)).toMatchObject({ state: 'CANCELLED', abort_requested_at: null });
+    expect((await runRows(db.pool, id))[0]).toMatchObject({ outcome: 'CANCELLED', aborted_by: BY });
+    expect((await jobRow(db.pool, plain)).state).toBe('DUE');
   });
 
   it('an agent that never reports loses the lease to expiry: LEASE_EXPIRED, aborted_by set, no retry', async () => {
@@ -173,7 +166,7 @@ describe('aborting a running run', () => {
     await store.lease.abort('default', id, { by: BY, stopSchedule: false }, T0);
     const { expired } = await store.lease.reapExpired({ now: at(T0, LEASE_MS + 1) });
     expect(expired).toEqual([{ jobId: id, leaseGeneration: 2, leaseOwner: 'agent-fixture', state: 'CANCELLED' }]);
-    expect((await runsOf(id))[0]).toMatchObject({
+    expect((await runRows(db.pool, id))[0]).toMatchObject({
       outcome: 'LEASE_EXPIRED',
       aborted_by: BY,
       error: `aborted by ${BY}, but the agent never confirmed that the run stopped: the lease expired`,
@@ -195,8 +188,8 @@ describe('aborting a running run', () => {
       expect(completion).toMatchObject({ kind: 'recorded', state: 'COMPLETED', runOutcome: 'SUCCEEDED' });
       // The abort either came first (and changed nothing the success did not override) or found nothing running.
       expect(['requested', 'not-running']).toContain(abort.kind);
-      expect(await job(id)).toMatchObject({ state: 'COMPLETED', abort_requested_at: null });
-      expect((await runsOf(id)).map((r) => r.outcome)).toEqual(['SUCCEEDED']);
+      expect(await jobRow(db.pool, id)).toMatchObject({ state: 'COMPLETED', abort_requested_at: null });
+      expect((await runRows(db.pool, id)).map((r) => r.outcome)).toEqual(['SUCCEEDED']);
     }
   });
 });

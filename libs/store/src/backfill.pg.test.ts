@@ -4,12 +4,11 @@
  * cancelling, refusals, and regular occurrences that pass during a backfill.
  */
 import { parseCron } from '@kairos/schedule';
-import { createTestDatabase, at, type TestDatabase } from '@kairos/testing';
+import { createTestDatabase, at, jobRow, FIXTURE_HOLDER, type TestDatabase } from '@kairos/testing';
 import type { Store } from './store';
 
 const T0 = new Date('2030-01-01T12:00:00.000Z');
 const HOUR = 3_600_000;
-const HOLDER = { owner: 'agent-fixture', tokenId: null };
 
 describe('backfill', () => {
   let db: TestDatabase;
@@ -34,9 +33,6 @@ describe('backfill', () => {
     if (result.kind !== 'created') throw new Error('not created');
     return result.job.id;
   }
-  async function job(id: string) {
-    return (await db.pool.query('SELECT * FROM jobs WHERE id = $1', [id])).rows[0];
-  }
   async function ledger(id: string) {
     const { rows } = await db.pool.query('SELECT scheduled_for, outcome, reason FROM runs WHERE job_id = $1 ORDER BY id', [id]);
     return rows.map((r) => `${r.scheduled_for.toISOString().slice(11, 16)} ${r.outcome} ${r.reason ?? 'on time'}`);
@@ -45,10 +41,10 @@ describe('backfill', () => {
   async function runDue(now: Date, runMs: number, maxRuns = 20): Promise<Date> {
     let clock = now;
     for (let i = 0; i < maxRuns; i++) {
-      const [claimed] = await store.lease.claimDue({ ...HOLDER, namespace: 'default', tasks: ['noop'], limit: 1, leaseMs: HOUR, now: clock });
+      const [claimed] = await store.lease.claimDue({ ...FIXTURE_HOLDER, namespace: 'default', tasks: ['noop'], limit: 1, leaseMs: HOUR, now: clock });
       if (claimed === undefined) return clock;
       clock = new Date(clock.getTime() + runMs);
-      await store.lease.complete([{ ...HOLDER, jobId: claimed.jobId, leaseGeneration: claimed.leaseGeneration, outcome: 'SUCCEEDED' }], clock);
+      await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: claimed.jobId, leaseGeneration: claimed.leaseGeneration, outcome: 'SUCCEEDED' }], clock);
     }
     return clock;
   }
@@ -57,12 +53,12 @@ describe('backfill', () => {
     const id = await hourly();
     const started = await store.lease.startBackfill('default', id, { from: at(T0, -5 * HOUR), to: at(T0, -2 * HOUR) }, at(T0, 60_000));
     expect(started).toEqual({ kind: 'started', first: at(T0, -5 * HOUR), last: at(T0, -3 * HOUR), count: 3, resumeAt: at(T0, HOUR) });
-    expect(await job(id)).toMatchObject({ occurrence_at: at(T0, -5 * HOUR), next_run_at: at(T0, 60_000), run_through: at(T0, -3 * HOUR), next_reason: 'backfill' });
+    expect(await jobRow(db.pool, id)).toMatchObject({ occurrence_at: at(T0, -5 * HOUR), next_run_at: at(T0, 60_000), run_through: at(T0, -3 * HOUR), next_reason: 'backfill' });
     // A second backfill waits for this one.
     expect(await store.lease.startBackfill('default', id, { from: at(T0, -9 * HOUR), to: at(T0, -8 * HOUR) }, at(T0, 60_000))).toMatchObject({ kind: 'refused', conflict: true });
     await runDue(at(T0, 60_000), 60_000);
     expect(await ledger(id)).toEqual(['07:00 SUCCEEDED backfill', '08:00 SUCCEEDED backfill', '09:00 SUCCEEDED backfill']);
-    expect(await job(id)).toMatchObject({ state: 'DUE', occurrence_at: at(T0, HOUR), next_run_at: at(T0, HOUR), backfill_resume_at: null, next_reason: null });
+    expect(await jobRow(db.pool, id)).toMatchObject({ state: 'DUE', occurrence_at: at(T0, HOUR), next_run_at: at(T0, HOUR), backfill_resume_at: null, next_reason: null });
   });
 
   it('regular occurrences that pass during a long backfill follow the overlap policy', async () => {
@@ -76,24 +72,24 @@ describe('backfill', () => {
       '13:00 SKIPPED overlap:skip',
       '14:00 SKIPPED overlap:skip',
     ]);
-    expect(await job(id)).toMatchObject({ occurrence_at: at(T0, 3 * HOUR), backfill_resume_at: null });
+    expect(await jobRow(db.pool, id)).toMatchObject({ occurrence_at: at(T0, 3 * HOUR), backfill_resume_at: null });
   });
 
   it('cancels: a waiting job goes back to its regular occurrence; a running backfill run finishes first', async () => {
     const waiting = await hourly();
     await store.lease.startBackfill('default', waiting, { from: at(T0, -5 * HOUR), to: at(T0, -1 * HOUR) }, at(T0, 60_000));
     expect(await store.lease.cancelBackfill('default', waiting, at(T0, 61_000))).toEqual({ kind: 'cancelled', finishing: false });
-    expect(await job(waiting)).toMatchObject({ occurrence_at: at(T0, HOUR), next_run_at: at(T0, HOUR), run_through: null, backfill_resume_at: null, next_reason: null });
+    expect(await jobRow(db.pool, waiting)).toMatchObject({ occurrence_at: at(T0, HOUR), next_run_at: at(T0, HOUR), run_through: null, backfill_resume_at: null, next_reason: null });
     expect(await store.lease.cancelBackfill('default', waiting)).toEqual({ kind: 'none' });
 
     await db.truncate();
     const running = await hourly();
     await store.lease.startBackfill('default', running, { from: at(T0, -5 * HOUR), to: at(T0, -1 * HOUR) }, at(T0, 60_000));
-    const [claimed] = await store.lease.claimDue({ ...HOLDER, namespace: 'default', tasks: ['noop'], limit: 1, leaseMs: HOUR, now: at(T0, 60_000) });
+    const [claimed] = await store.lease.claimDue({ ...FIXTURE_HOLDER, namespace: 'default', tasks: ['noop'], limit: 1, leaseMs: HOUR, now: at(T0, 60_000) });
     expect(await store.lease.cancelBackfill('default', running, at(T0, 90_000))).toEqual({ kind: 'cancelled', finishing: true });
-    await store.lease.complete([{ ...HOLDER, jobId: running, leaseGeneration: claimed!.leaseGeneration, outcome: 'SUCCEEDED' }], at(T0, 120_000));
+    await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: running, leaseGeneration: claimed!.leaseGeneration, outcome: 'SUCCEEDED' }], at(T0, 120_000));
     expect(await ledger(running)).toEqual(['07:00 SUCCEEDED backfill']);
-    expect(await job(running)).toMatchObject({ state: 'DUE', occurrence_at: at(T0, HOUR), backfill_resume_at: null });
+    expect(await jobRow(db.pool, running)).toMatchObject({ state: 'DUE', occurrence_at: at(T0, HOUR), backfill_resume_at: null });
   });
 
   it('refuses a one-off, running or paused job, a future or empty range, and too many occurrences', async () => {
@@ -110,6 +106,6 @@ describe('backfill', () => {
     await store.lease.pause('default', id);
     expect(await store.lease.startBackfill('default', id, { from: at(T0, -3 * HOUR), to: at(T0, -HOUR) }, now)).toMatchObject({ kind: 'refused', state: 'PAUSED', conflict: true });
     expect(await store.lease.startBackfill('other', id, { from: at(T0, -3 * HOUR), to: at(T0, -HOUR) }, now)).toEqual({ kind: 'not-found' });
-    expect((await job(id)).backfill_resume_at).toBeNull();
+    expect((await jobRow(db.pool, id)).backfill_resume_at).toBeNull();
   });
 });

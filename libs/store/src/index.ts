@@ -24,7 +24,7 @@ export type {
   LeaseStatements,
 } from './lease';
 export { isJobId, MAX_ERROR_CHARS, CLAIM_SQL, DEFAULT_ABORT_GRACE_MS, MAX_BACKFILL_OCCURRENCES, leaseStatements } from './lease';
-export { NO_JOB_RETRY, type AttemptOutcome, type JobRetry, type RetryPolicy } from './settle';
+export { NO_JOB_RETRY, effectiveRetry, type AttemptOutcome, type JobRetry, type RetryPolicy } from './settle';
 export { ABORT_CHANNEL, type ChangeHandlers, type ChangeListener } from './notifications';
 export { migrate, loadMigrations, MIGRATIONS_DIR } from './migrate';
 export type { JobSweepBatch, RetentionBatch } from './retention';

@@ -1,4 +1,4 @@
-import { createTestDatabase, insertDueJobs, insertJob, at, type TestDatabase } from '@kairos/testing';
+import { createTestDatabase, insertDueJobs, insertJob, at, jobRow, runRows, FIXTURE_HOLDER, type TestDatabase } from '@kairos/testing';
 import { CLAIM_SQL } from './lease';
 import type { Store } from './store';
 
@@ -6,9 +6,8 @@ const T0 = new Date('2030-01-01T00:00:00.000Z');
 const LEASE_MS = 10_000;
 /** Claims in these tests are made for the default namespace by an agent of an --insecure coordinator. */
 const CLAIM_SCOPE = { namespace: 'default', tokenId: null };
-/** The holder the factories record for a CLAIMED fixture. */
+/** A lease holder: an agent, with the token it connected with (none by default). */
 const heldBy = (owner: string, tokenId: string | null = null) => ({ owner, tokenId });
-const FIXTURE_HOLDER = heldBy('agent-fixture');
 
 describe('lease statements', () => {
   let db: TestDatabase;
@@ -25,14 +24,6 @@ describe('lease statements', () => {
     await db.truncate();
   });
 
-  async function job(id: string) {
-    const { rows } = await db.pool.query('SELECT * FROM jobs WHERE id = $1', [id]);
-    return rows[0];
-  }
-  async function runsOf(id: string) {
-    const { rows } = await db.pool.query('SELECT * FROM runs WHERE job_id = $1 ORDER BY id', [id]);
-    return rows;
-  }
 
   describe('claimDue', () => {
     it('claims due rows of the asked tasks up to the limit, oldest first, with run rows', async () => {
@@ -52,11 +43,11 @@ describe('lease statements', () => {
       // The payload comes back as JSON text, to be forwarded without parsing.
       expect(JSON.parse(claimed[0]!.payloadJson)).toEqual({ invoice: 7, tags: ['x'] });
       expect(claimed[1]!.payloadJson).toBe('{}');
-      const row = await job(early);
+      const row = await jobRow(db.pool, early);
       expect(row).toMatchObject({ state: 'CLAIMED', lease_owner: 'w1', attempt: 1 });
-      expect((await runsOf(early))[0]).toMatchObject({ outcome: 'RUNNING', worker_id: 'w1', attempt: 1 });
-      expect((await job(otherTask)).state).toBe('DUE');
-      expect((await job(future)).state).toBe('DUE');
+      expect((await runRows(db.pool, early))[0]).toMatchObject({ outcome: 'RUNNING', worker_id: 'w1', attempt: 1 });
+      expect((await jobRow(db.pool, otherTask)).state).toBe('DUE');
+      expect((await jobRow(db.pool, future)).state).toBe('DUE');
     });
 
     it('claims nothing for zero slots or no tasks', async () => {
@@ -147,7 +138,7 @@ describe('lease statements', () => {
       const held = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 4, leaseUntil: at(T0, 1000) });
       const moved = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 5, leaseUntil: at(T0, 1000) });
       const reaped = await insertJob(db.pool, { state: 'DUE', leaseGeneration: 2, nextRunAt: at(T0, -1) });
-      const before = await job(moved);
+      const before = await jobRow(db.pool, moved);
 
       const results = await store.lease.renew(
         [
@@ -168,8 +159,8 @@ describe('lease statements', () => {
         { kind: 'lost', jobId: '00000000-0000-7000-8000-000000000000', leaseGeneration: 1, reason: 'not-found' },
         { kind: 'lost', jobId: 'not-a-uuid', leaseGeneration: 1, reason: 'not-found' },
       ]);
-      expect((await job(held)).lease_until.getTime()).toBe(T0.getTime() + LEASE_MS);
-      expect(await job(moved)).toEqual(before);
+      expect((await jobRow(db.pool, held)).lease_until.getTime()).toBe(T0.getTime() + LEASE_MS);
+      expect(await jobRow(db.pool, moved)).toEqual(before);
     });
   });
 
@@ -178,7 +169,7 @@ describe('lease statements', () => {
       const token = '0190a000-0000-7000-8000-00000000000a';
       const id = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 3, leaseOwner: 'owner', leaseUntil: at(T0, 1000) });
       await db.pool.query('UPDATE jobs SET lease_token = $2 WHERE id = $1', [id, token]);
-      const before = await job(id);
+      const before = await jobRow(db.pool, id);
       const strangers = [heldBy('other', token), heldBy('owner', null), heldBy('owner', '0190a000-0000-7000-8000-00000000000b')];
       for (const holder of strangers) {
         const lease = { ...holder, jobId: id, leaseGeneration: 3 };
@@ -187,8 +178,8 @@ describe('lease statements', () => {
         expect(await store.lease.complete([{ ...lease, outcome: 'FAILED', error: 'x' }], T0)).toEqual([{ kind: 'not-owner', jobId: id, leaseGeneration: 3 }]);
         expect(await store.lease.release([lease], 'rogue', T0)).toEqual([{ kind: 'not-owner', jobId: id, leaseGeneration: 3 }]);
       }
-      expect(await job(id)).toEqual(before);
-      expect(await runsOf(id)).toMatchObject([{ outcome: 'RUNNING' }]);
+      expect(await jobRow(db.pool, id)).toEqual(before);
+      expect(await runRows(db.pool, id)).toMatchObject([{ outcome: 'RUNNING' }]);
       const [renewed] = await store.lease.renew([{ ...heldBy('owner', token), jobId: id, leaseGeneration: 3 }], LEASE_MS, T0);
       expect(renewed!.kind).toBe('renewed');
     });
@@ -219,14 +210,14 @@ describe('lease statements', () => {
   describe('complete', () => {
     it('rejects a stale generation and changes nothing', async () => {
       const id = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 7 });
-      const jobBefore = await job(id);
-      const runsBefore = await runsOf(id);
+      const jobBefore = await jobRow(db.pool, id);
+      const runsBefore = await runRows(db.pool, id);
 
       const [result] = await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 6, outcome: 'SUCCEEDED' }], T0);
 
       expect(result).toEqual({ kind: 'stale', jobId: id, leaseGeneration: 6 });
-      expect(await job(id)).toEqual(jobBefore);
-      expect(await runsOf(id)).toEqual(runsBefore);
+      expect(await jobRow(db.pool, id)).toEqual(jobBefore);
+      expect(await runRows(db.pool, id)).toEqual(runsBefore);
     });
 
     it('records a one-off success once; a repeated report is stale', async () => {
@@ -239,8 +230,8 @@ describe('lease statements', () => {
         T0,
       );
       expect(results.map((r) => r.kind)).toEqual(['recorded', 'stale']);
-      expect(await job(id)).toMatchObject({ state: 'COMPLETED', next_run_at: null, lease_owner: null, lease_until: null });
-      expect(await runsOf(id)).toMatchObject([{ outcome: 'SUCCEEDED', finished_at: T0, error: null }]);
+      expect(await jobRow(db.pool, id)).toMatchObject({ state: 'COMPLETED', next_run_at: null, lease_owner: null, lease_until: null });
+      expect(await runRows(db.pool, id)).toMatchObject([{ outcome: 'SUCCEEDED', finished_at: T0, error: null }]);
       const [again] = await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], T0);
       expect(again!.kind).toBe('stale');
     });
@@ -250,17 +241,17 @@ describe('lease statements', () => {
       const id = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 1, attempt: 1, maxAttempts: 3, occurrenceAt: occurrence });
 
       await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'FAILED', error: 'boom' }], T0);
-      expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 1, next_run_at: at(T0, 1000), occurrence_at: occurrence });
+      expect(await jobRow(db.pool, id)).toMatchObject({ state: 'DUE', attempt: 1, next_run_at: at(T0, 1000), occurrence_at: occurrence });
 
       const [second] = await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: at(T0, 1000) });
       expect(second).toMatchObject({ attempt: 2, leaseGeneration: 2, scheduledForMs: occurrence.getTime(), dueAtMs: at(T0, 1000).getTime() });
       await store.lease.complete([{ ...heldBy('w'), jobId: id, leaseGeneration: 2, outcome: 'TIMED_OUT', error: 'timeout' }], at(T0, 2000));
-      expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 2, next_run_at: at(T0, 2000 + 2000) });
+      expect(await jobRow(db.pool, id)).toMatchObject({ state: 'DUE', attempt: 2, next_run_at: at(T0, 2000 + 2000) });
 
       await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: at(T0, 4000) });
       await store.lease.complete([{ ...heldBy('w'), jobId: id, leaseGeneration: 3, outcome: 'FAILED', error: 'boom' }], at(T0, 5000));
-      expect(await job(id)).toMatchObject({ state: 'DEAD', attempt: 3, next_run_at: null });
-      expect((await runsOf(id)).map((r) => [r.attempt, r.outcome])).toEqual([
+      expect(await jobRow(db.pool, id)).toMatchObject({ state: 'DEAD', attempt: 3, next_run_at: null });
+      expect((await runRows(db.pool, id)).map((r) => [r.attempt, r.outcome])).toEqual([
         [1, 'FAILED'],
         [2, 'TIMED_OUT'],
         [3, 'FAILED'],
@@ -277,7 +268,7 @@ describe('lease statements', () => {
       });
       // Finished 3 min 17 s late: the next occurrence is still 10:05:00 exactly.
       await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 197_000));
-      expect(await job(id)).toMatchObject({
+      expect(await jobRow(db.pool, id)).toMatchObject({
         state: 'DUE',
         attempt: 0,
         occurrence_at: new Date('2030-01-01T10:05:00.000Z'),
@@ -297,8 +288,8 @@ describe('lease statements', () => {
         [skipping, buffering].map((jobId) => ({ ...FIXTURE_HOLDER, jobId, leaseGeneration: 1, outcome: 'SUCCEEDED' as const })),
         at(occurrence, 210_000),
       );
-      expect(await job(skipping)).toMatchObject({ state: 'DUE', occurrence_at: new Date('2030-01-01T10:04:00.000Z'), next_reason: null });
-      const skipped = await runsOf(skipping);
+      expect(await jobRow(db.pool, skipping)).toMatchObject({ state: 'DUE', occurrence_at: new Date('2030-01-01T10:04:00.000Z'), next_reason: null });
+      const skipped = await runRows(db.pool, skipping);
       expect(skipped.map((r) => [r.outcome, r.scheduled_for.toISOString(), r.reason])).toEqual([
         ['SUCCEEDED', '2030-01-01T10:00:00.000Z', null],
         ['SKIPPED', '2030-01-01T10:01:00.000Z', 'overlap:skip'],
@@ -308,13 +299,13 @@ describe('lease statements', () => {
       expect(skipped[1].error).toContain('overlap policy skip');
       // buffer-one: the first that came due runs at once (late), the others are skipped.
       // Due at once: a run planned late is due from the settlement, never "late" by the skip threshold.
-      expect(await job(buffering)).toMatchObject({
+      expect(await jobRow(db.pool, buffering)).toMatchObject({
         state: 'DUE',
         occurrence_at: new Date('2030-01-01T10:01:00.000Z'),
         next_run_at: at(occurrence, 210_000),
         next_reason: 'overlap:buffer-one',
       });
-      expect((await runsOf(buffering)).map((r) => [r.outcome, r.scheduled_for.toISOString(), r.reason])).toEqual([
+      expect((await runRows(db.pool, buffering)).map((r) => [r.outcome, r.scheduled_for.toISOString(), r.reason])).toEqual([
         ['SUCCEEDED', '2030-01-01T10:00:00.000Z', null],
         ['SKIPPED', '2030-01-01T10:02:00.000Z', 'overlap:buffer-one'],
         ['SKIPPED', '2030-01-01T10:03:00.000Z', 'overlap:buffer-one'],
@@ -327,8 +318,8 @@ describe('lease statements', () => {
       // Claimed at 10:02:30 (an outage), finished at 10:02:40: 10:01 and 10:02 were missed before it started.
       await db.pool.query('UPDATE runs SET started_at = $1 WHERE job_id = $2', [at(occurrence, 150_000), id]);
       await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 160_000));
-      expect(await job(id)).toMatchObject({ occurrence_at: new Date('2030-01-01T10:02:00.000Z'), next_reason: 'misfire:fire-once' });
-      const runs = await runsOf(id);
+      expect(await jobRow(db.pool, id)).toMatchObject({ occurrence_at: new Date('2030-01-01T10:02:00.000Z'), next_reason: 'misfire:fire-once' });
+      const runs = await runRows(db.pool, id);
       expect(runs.map((r) => [r.outcome, r.scheduled_for.toISOString(), r.reason])).toEqual([
         ['SUCCEEDED', '2030-01-01T10:00:00.000Z', null],
         ['SKIPPED', '2030-01-01T10:01:00.000Z', 'misfire:fire-once'],
@@ -346,8 +337,8 @@ describe('lease statements', () => {
         misfirePolicy: 'skip',
       });
       await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 210_000));
-      expect(await job(id)).toMatchObject({ state: 'DUE', next_run_at: new Date('2030-01-01T10:04:00.000Z') });
-      const skipped = (await runsOf(id)).filter((r) => r.outcome === 'SKIPPED').map((r) => r.scheduled_for.toISOString());
+      expect(await jobRow(db.pool, id)).toMatchObject({ state: 'DUE', next_run_at: new Date('2030-01-01T10:04:00.000Z') });
+      const skipped = (await runRows(db.pool, id)).filter((r) => r.outcome === 'SKIPPED').map((r) => r.scheduled_for.toISOString());
       expect(skipped).toEqual(['2030-01-01T10:01:00.000Z', '2030-01-01T10:02:00.000Z', '2030-01-01T10:03:00.000Z']);
     });
 
@@ -361,7 +352,7 @@ describe('lease statements', () => {
         misfirePolicy: 'skip',
       });
       await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 3_600_000));
-      const skipped = (await runsOf(id)).filter((r) => r.outcome === 'SKIPPED');
+      const skipped = (await runRows(db.pool, id)).filter((r) => r.outcome === 'SKIPPED');
       expect(skipped).toHaveLength(100);
       expect(skipped[99].error).toContain('3500 later missed occurrences not listed');
     });
@@ -377,7 +368,7 @@ describe('lease statements', () => {
         maxAttempts: 2,
       });
       await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 2, outcome: 'FAILED', error: 'x' }], at(occurrence, 1000));
-      expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 0, next_run_at: new Date('2030-01-01T11:00:00.000Z') });
+      expect(await jobRow(db.pool, id)).toMatchObject({ state: 'DUE', attempt: 0, next_run_at: new Date('2030-01-01T11:00:00.000Z') });
     });
   });
 
@@ -395,9 +386,9 @@ describe('lease statements', () => {
       const result = await store.lease.reapExpired({ now: T0 });
 
       expect(result.expired).toEqual([{ jobId: id, leaseGeneration: 3, leaseOwner: 'agent-fixture', state: 'DUE' }]);
-      expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 1, next_run_at: T0, lease_owner: null, lease_generation: '3' });
-      expect(await runsOf(id)).toMatchObject([{ outcome: 'LEASE_EXPIRED', finished_at: T0 }]);
-      expect((await job(alive)).state).toBe('CLAIMED');
+      expect(await jobRow(db.pool, id)).toMatchObject({ state: 'DUE', attempt: 1, next_run_at: T0, lease_owner: null, lease_generation: '3' });
+      expect(await runRows(db.pool, id)).toMatchObject([{ outcome: 'LEASE_EXPIRED', finished_at: T0 }]);
+      expect((await jobRow(db.pool, alive)).state).toBe('CLAIMED');
       // The next claim bumps the generation, so the lost holder's reports are stale.
       const [next] = await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w2', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: T0 });
       expect(next).toMatchObject({ jobId: id, leaseGeneration: 4, attempt: 2 });
@@ -415,7 +406,7 @@ describe('lease statements', () => {
       });
       const result = await store.lease.reapExpired({ now: T0 });
       expect(result.expired[0]!.state).toBe('DEAD');
-      expect(await job(id)).toMatchObject({ state: 'DEAD', next_run_at: null });
+      expect(await jobRow(db.pool, id)).toMatchObject({ state: 'DEAD', next_run_at: null });
     });
   });
 
@@ -436,8 +427,8 @@ describe('lease statements', () => {
       expect(claimed.map((c) => c.jobId).sort()).toEqual([lateFireOnce, slightlyLate].sort());
 
       expect(await store.lease.skipMisfired({ thresholdMs: 60_000, now })).toEqual({ skipped: 1, occurrences: 4 });
-      expect(await job(late)).toMatchObject({ state: 'DUE', attempt: 0, next_run_at: new Date('2030-01-01T09:04:00.000Z') });
-      const skipped = (await runsOf(late)).map((r) => [r.outcome, r.scheduled_for.toISOString()]);
+      expect(await jobRow(db.pool, late)).toMatchObject({ state: 'DUE', attempt: 0, next_run_at: new Date('2030-01-01T09:04:00.000Z') });
+      const skipped = (await runRows(db.pool, late)).map((r) => [r.outcome, r.scheduled_for.toISOString()]);
       expect(skipped).toEqual([
         ['SKIPPED', '2030-01-01T09:00:00.000Z'],
         ['SKIPPED', '2030-01-01T09:01:00.000Z'],
@@ -460,8 +451,8 @@ describe('lease statements', () => {
         T0,
       );
       expect(results.map((r) => r.kind)).toEqual(['stale', 'released']);
-      expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 0, lease_owner: null, next_run_at: at(T0, -10) });
-      expect(await runsOf(id)).toMatchObject([{ outcome: 'CANCELLED', error: 'released before start: agent draining' }]);
+      expect(await jobRow(db.pool, id)).toMatchObject({ state: 'DUE', attempt: 0, lease_owner: null, next_run_at: at(T0, -10) });
+      expect(await runRows(db.pool, id)).toMatchObject([{ outcome: 'CANCELLED', error: 'released before start: agent draining' }]);
       const [again] = await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: T0 });
       expect(again).toMatchObject({ attempt: 1, leaseGeneration: 2 });
     });
@@ -484,8 +475,8 @@ describe('lease statements', () => {
       expect(await store.lease.cancel('default', done, T0)).toEqual({ kind: 'finished', state: 'COMPLETED' });
       expect(await store.lease.cancel('default', other, T0)).toEqual({ kind: 'not-found' });
       expect(await store.lease.cancel('default', 'nope', T0)).toEqual({ kind: 'not-found' });
-      expect((await job(due)).state).toBe('CANCELLED');
-      expect((await job(claimed)).state).toBe('CLAIMED');
+      expect((await jobRow(db.pool, due)).state).toBe('CANCELLED');
+      expect((await jobRow(db.pool, claimed)).state).toBe('CLAIMED');
     });
 
     it('has exactly one winner when it races a claim, every time', async () => {
@@ -504,12 +495,12 @@ describe('lease statements', () => {
         if (wonClaim) {
           claims++;
           expect(cancelled.kind).toBe('claimed');
-          expect((await job(id)).state).toBe('CLAIMED');
+          expect((await jobRow(db.pool, id)).state).toBe('CLAIMED');
         } else {
           cancels++;
           expect(cancelled.kind).toBe('cancelled');
-          expect((await job(id)).state).toBe('CANCELLED');
-          expect(await runsOf(id)).toEqual([]);
+          expect((await jobRow(db.pool, id)).state).toBe('CANCELLED');
+          expect(await runRows(db.pool, id)).toEqual([]);
         }
         await db.pool.query("UPDATE jobs SET state = 'COMPLETED', next_run_at = NULL WHERE id = $1", [id]);
       }
@@ -536,13 +527,13 @@ describe('lease statements', () => {
       const [run] = await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now });
       expect(run!.scheduledForMs).toBe(now.getTime());
       await store.lease.complete([{ ...heldBy('w'), jobId: id, leaseGeneration: run!.leaseGeneration, outcome: 'SUCCEEDED' }], at(now, 1000));
-      expect(await job(id)).toMatchObject({ state: 'DUE', next_run_at: nextOccurrence });
+      expect(await jobRow(db.pool, id)).toMatchObject({ state: 'DUE', next_run_at: nextOccurrence });
     });
 
     it('trigger revives a DEAD job with a fresh attempt budget', async () => {
       const id = await insertJob(db.pool, { state: 'DEAD', attempt: 3, maxAttempts: 3, nextRunAt: null });
       expect(await store.lease.trigger('default', id, T0)).toEqual({ kind: 'done', jobId: id });
-      expect(await job(id)).toMatchObject({ state: 'DUE', attempt: 0, next_run_at: T0 });
+      expect(await jobRow(db.pool, id)).toMatchObject({ state: 'DUE', attempt: 0, next_run_at: T0 });
       expect(await store.lease.trigger('default', (await insertJob(db.pool, { state: 'CANCELLED', nextRunAt: null })), T0)).toEqual({
         kind: 'conflict',
         state: 'CANCELLED',

@@ -145,14 +145,23 @@ export function startOf(jobId: string, occurrence: Date, startJitterMs: number):
   return new Date(occurrence.getTime() + Math.floor(stableFraction(jobId, occurrence.getTime(), 'start') * startJitterMs));
 }
 
+/** A job's retry policy with each null field filled from the coordinator's defaults (or the built-in ones). */
+export function effectiveRetry(
+  retry: JobRetry,
+  defaults: RetryPolicy,
+): { initialMs: number; maxMs: number; multiplier: number; jitter: number } {
+  return {
+    initialMs: retry.initialMs ?? defaults.backoffBaseMs ?? 1000,
+    maxMs: retry.maxMs ?? defaults.backoffCapMs ?? 3_600_000,
+    multiplier: retry.multiplier ?? 2,
+    jitter: retry.jitter ?? 0,
+  };
+}
+
 /** The delay before retrying after `job.attempt` failed: the job's policy, else the defaults, jittered deterministically. */
 export function retryDelayMs(job: Pick<SettlingJob, 'id' | 'retry' | 'attempt' | 'occurrenceAt'>, defaults: RetryPolicy = {}): number {
-  const delayMs = retryBackoffMs(job.attempt, {
-    baseMs: job.retry.initialMs ?? defaults.backoffBaseMs ?? 1000,
-    capMs: job.retry.maxMs ?? defaults.backoffCapMs ?? 3_600_000,
-    multiplier: job.retry.multiplier ?? 2,
-  });
-  const jitter = job.retry.jitter ?? 0;
+  const { initialMs, maxMs, multiplier, jitter } = effectiveRetry(job.retry, defaults);
+  const delayMs = retryBackoffMs(job.attempt, { baseMs: initialMs, capMs: maxMs, multiplier });
   return jitter === 0 ? delayMs : jittered(delayMs, jitter, stableFraction(job.id, job.occurrenceAt.getTime(), job.attempt));
 }
 
@@ -164,17 +173,7 @@ export function settle(job: SettlingJob, outcome: AttemptOutcome, now: Date, ret
       runOutcome: succeeded || outcome === 'LEASE_EXPIRED' ? outcome : ('CANCELLED' as const),
       abortedBy: succeeded ? null : job.abort.by,
     };
-    if (job.abort.stopSchedule || (job.schedule === null && !succeeded)) {
-      return {
-        state: 'CANCELLED',
-        ...aborted,
-        pausedReason: null,
-        nextRunAt: null,
-        occurrenceAt: job.occurrenceAt,
-        attempt: job.attempt,
-        ...NO_PLAN,
-      };
-    }
+    if (job.abort.stopSchedule || (job.schedule === null && !succeeded)) return finished('CANCELLED', job, aborted);
     if (job.schedule === null) return finished('COMPLETED', job, aborted);
     return nextOccurrence(job, now, aborted);
   }
@@ -209,7 +208,7 @@ type RunRecording = Pick<Settlement, 'runOutcome' | 'abortedBy'>;
 
 const NO_PLAN = { skips: [], runThrough: null, decidedThrough: null, nextReason: null, busySince: null, backfillResumeAt: null } as const;
 
-function finished(state: 'COMPLETED' | 'DEAD', job: SettlingJob, run: RunRecording): Settlement {
+function finished(state: 'COMPLETED' | 'DEAD' | 'CANCELLED', job: SettlingJob, run: RunRecording): Settlement {
   return { state, ...run, pausedReason: null, nextRunAt: null, occurrenceAt: job.occurrenceAt, attempt: job.attempt, ...NO_PLAN };
 }
 
@@ -262,7 +261,6 @@ function nextOccurrence(job: SettlingJob, now: Date, run: RunRecording): Settlem
       : job.backfillResumeAt !== null
         ? new Date(job.backfillResumeAt.getTime() - 1)
         : job.occurrenceAt;
-  const decidedThrough = job.decidedThrough !== null && job.decidedThrough.getTime() > served.getTime() ? job.decidedThrough : null;
   const plan = planNextRun(schedule, {
     served,
     now,
@@ -270,7 +268,8 @@ function nextOccurrence(job: SettlingJob, now: Date, run: RunRecording): Settlem
     misfire: job.misfirePolicy,
     overlap: job.overlapPolicy,
     catchupWindowMs: job.catchupWindowMs,
-    decidedThrough,
+    // planNextRun starts after the later of served and decidedThrough.
+    decidedThrough: job.decidedThrough,
   });
   return moveTo(plan.next, {
     skips: plan.skipped,

@@ -9,15 +9,15 @@
  * http host allow-list, the exec program allow-list and cwd root) is judged by
  * the agent that runs the job.
  */
-import { z, type ZodType } from 'zod';
+import { z, type ZodError, type ZodType } from 'zod';
 
 /** A week: long enough for any demo, short enough to catch a unit mix-up (ms for s). */
-export const MAX_SLEEP_SECONDS = 7 * 24 * 3600;
+const MAX_SLEEP_SECONDS = 7 * 24 * 3600;
 
 export const sleepPayload = z.strictObject({ seconds: z.number().min(0).max(MAX_SLEEP_SECONDS) });
 
 /** Methods whose requests carry no body. */
-export const BODYLESS_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
+const BODYLESS_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
 
 export const httpPayload = z
   .strictObject({
@@ -43,7 +43,7 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * path, the dynamic loader, interpreters' start-up hooks) rather than
  * configure it.
  */
-export const FORBIDDEN_ENV: readonly RegExp[] = [
+const FORBIDDEN_ENV: readonly RegExp[] = [
   /^PATH$/,
   /^LD_/,
   /^DYLD_/,
@@ -82,19 +82,25 @@ export interface PayloadProblem {
   message: string;
 }
 
+/**
+ * The first issue of a failed parse: its path inside the payload (empty for
+ * the payload as a whole) and the reason.
+ */
+export function firstProblem(error: ZodError): { path: string[]; message: string } {
+  const issue = error.issues[0];
+  if (issue === undefined) return { path: [], message: 'invalid payload' };
+  const path = issue.path.map(String);
+  // An unknown key is reported at its parent; name the key itself.
+  if (issue.code === 'unrecognized_keys' && issue.keys[0] !== undefined) path.push(issue.keys[0]);
+  return { path, message: issue.code === 'unrecognized_keys' ? 'unknown field' : issue.message };
+}
+
 /** The first problem of `payload` under `schema`, or null when it passes. */
 export function payloadProblem(schema: ZodType, payload: unknown): PayloadProblem | null {
   const parsed = schema.safeParse(payload);
   if (parsed.success) return null;
-  const issue = parsed.error.issues[0];
-  if (issue === undefined) return { field: 'payload', message: 'invalid payload' };
-  const path = issue.path.map(String);
-  // An unknown key is reported at its parent; name the key itself.
-  if (issue.code === 'unrecognized_keys' && issue.keys[0] !== undefined) path.push(issue.keys[0]);
-  return {
-    field: ['payload', ...path].join('.'),
-    message: issue.code === 'unrecognized_keys' ? 'unknown field' : issue.message,
-  };
+  const { path, message } = firstProblem(parsed.error);
+  return { field: ['payload', ...path].join('.'), message };
 }
 
 /** For a built-in task, the first problem of its payload; null for a valid payload or any other task. */

@@ -27,6 +27,9 @@ export interface JobFixture {
   misfirePolicy?: 'fire-once' | 'skip';
 }
 
+/** Who holds the lease of a CLAIMED job insertJob made (unless it names a leaseOwner): agent-fixture, no token. */
+export const FIXTURE_HOLDER: { owner: string; tokenId: string | null } = { owner: 'agent-fixture', tokenId: null };
+
 /** Inserts a job; a CLAIMED job also gets its RUNNING run row, as a real claim would. */
 export async function insertJob(pool: Pool, fixture: JobFixture = {}): Promise<string> {
   const id = fixture.id ?? uuidv7();
@@ -85,6 +88,16 @@ export async function insertDueJobs(
            FROM generate_series(1, $1) g) s`,
     [options.count, options.task ?? 'noop', options.nextRunAt, options.spreadMs ?? 0],
   );
+}
+
+/** A job's row as stored (every column), or undefined when there is none. */
+export async function jobRow(pool: Pool, id: string): Promise<any> {
+  return (await pool.query('SELECT * FROM jobs WHERE id = $1', [id])).rows[0];
+}
+
+/** A job's run rows as stored (every column), oldest first. */
+export async function runRows(pool: Pool, jobId: string): Promise<any[]> {
+  return (await pool.query('SELECT * FROM runs WHERE job_id = $1 ORDER BY id', [jobId])).rows;
 }
 
 export function at(base: Date, offsetMs: number): Date {

@@ -1,7 +1,7 @@
 export { startTestCluster, stopTestCluster, withClient, withDatabase, ENV_ADMIN_URL, ENV_TEMPLATE_DB, type TestCluster } from './cluster';
 export { createTestDatabase, type TestDatabase } from './database';
 export { waitFor, type WaitForOptions } from './wait-for';
-export { insertJob, insertDueJobs, at, type JobFixture } from './factories';
+export { insertJob, insertDueJobs, at, jobRow, runRows, FIXTURE_HOLDER, type JobFixture } from './factories';
 export {
   spawnNode,
   stopAll,
@@ -15,3 +15,4 @@ export {
 } from './processes';
 export { restClient, type RestResponse } from './rest-client';
 export { makeTestPki, type TestPki } from './certificates';
+export { metricValue } from './metrics';

@@ -16,7 +16,7 @@ import { Pool } from 'pg';
 import { TASK_NOOP, type SystemKey } from './common';
 import { createDatabase, dropDatabase } from './cluster';
 import type { BenchContext } from './workloads';
-import { startCoordinatorProcess } from '@kairos/testing';
+import { restClient, startCoordinatorProcess } from '@kairos/testing';
 
 export interface W8Result {
   /** What created the jobs, e.g. `REST POST /jobs:batch`. */
@@ -77,16 +77,14 @@ export async function runW8(ctx: BenchContext, system: SystemKey): Promise<W8Res
       await measure(`kairos_${transport}`, async (url) => {
         const coordinator = await startCoordinatorProcess({ databaseUrl: url, name: `w8-${transport}-coordinator` });
         const client = createKairosClient({ address: coordinator.grpcAddress, deadlineMs: 60_000 });
+        const rest = restClient(coordinator.httpUrl);
         try {
           const seconds = await drive(jobs, clients, async (batch, size) => {
             const due = dueTimes(size);
             if (transport === 'rest') {
-              const body = JSON.stringify({
-                jobs: due.map((d, i) => ({ task: TASK_NOOP, runAt: new Date(d).toISOString(), payload: { p: 8, d, i: batch * BATCH + i } })),
-              });
-              const response = await fetch(`${coordinator.httpUrl}/jobs:batch`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-              const answer = (await response.json()) as { results?: Array<{ status: number }> };
-              if (response.status !== 200 || answer.results?.some((r) => r.status !== 201)) throw new Error(`POST /jobs:batch answered ${response.status}`);
+              const created = due.map((d, i) => ({ task: TASK_NOOP, runAt: new Date(d).toISOString(), payload: { p: 8, d, i: batch * BATCH + i } }));
+              const answer = await rest.call<{ results?: Array<{ status: number }> } | undefined>('POST', '/jobs:batch', { jobs: created });
+              if (answer.status !== 200 || answer.body?.results?.some((r) => r.status !== 201)) throw new Error(`POST /jobs:batch answered ${answer.status}`);
               return;
             }
             const answers = await client.createJobs(due.map((d, i) => ({ task: TASK_NOOP, runAt: new Date(d), payload: { p: 8, d, i: batch * BATCH + i } })));

@@ -469,7 +469,6 @@ export async function spike(
   };
 }
 
-/** W6: 500 due jobs on top of what the database holds, vacuumed; the claim timed; the due jobs removed again. */
 /**
  * W6: the 500-row claim's median time. With `deleting` (kairos:retention), a
  * retention loop deletes old runs on another connection the whole time, with

@@ -7,7 +7,7 @@
  * systemd unit of deploy/agent passes `systemd-analyze verify` and keeps its
  * exposure (`systemd-analyze security`) under 4.0 of 10 ("OK").
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -94,7 +94,7 @@ describe('the agent installed from its tarball', () => {
     const unit = readFileSync(path.join(ROOT, 'deploy/agent/kairos-agent.service'), 'utf8')
       .replace(/^ExecStart=.*$/m, `ExecStart=${bin}`)
       .replace(/^EnvironmentFile=.*$/m, `EnvironmentFile=${envFile}`);
-    await runToEnd('mkdir', ['-p', unitDir]);
+    mkdirSync(unitDir, { recursive: true });
     writeFileSync(envFile, readFileSync(path.join(ROOT, 'deploy/agent/agent.env.example')));
     writeFileSync(path.join(unitDir, 'kairos-agent.service'), unit);
     expectPassed('systemd-analyze verify', await runToEnd('systemd-analyze', ['verify', './kairos-agent.service'], { cwd: unitDir }));

@@ -23,7 +23,7 @@ function markdownFiles(dir: string): string[] {
 }
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens. */
-export function slug(heading: string): string {
+function slug(heading: string): string {
   return heading
     .trim()
     .toLowerCase()
@@ -31,14 +31,14 @@ export function slug(heading: string): string {
     .replace(/ /g, '-');
 }
 
-function anchorsOf(file: string): Set<string> {
-  const text = readFileSync(file, 'utf8').replace(/^```[\s\S]*?^```$/gm, '');
-  return new Set([...text.matchAll(/^#{1,6} (.+)$/gm)].map((match) => slug(match[1]!)));
-}
-
 /** The text outside fenced code blocks (examples may name files of the reader's machine). */
 function prose(text: string): string {
   return text.replace(/^```[\s\S]*?^```$/gm, '');
+}
+
+function anchorsOf(file: string): Set<string> {
+  const text = prose(readFileSync(file, 'utf8'));
+  return new Set([...text.matchAll(/^#{1,6} (.+)$/gm)].map((match) => slug(match[1]!)));
 }
 
 const files = markdownFiles(ROOT).filter((file) => !file.includes(`${path.sep}node_modules${path.sep}`));

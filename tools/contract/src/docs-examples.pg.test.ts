@@ -22,7 +22,7 @@ interface Example {
 }
 
 /** The ```<lang> example blocks of a Markdown text, in order. */
-export function examplesOf(markdown: string): Example[] {
+function examplesOf(markdown: string): Example[] {
   const blocks = [...markdown.matchAll(/^```(\w+) example\n([\s\S]*?)^```$/gm)];
   return blocks.map((block, index) => ({ lang: block[1]!, code: block[2]!, index }));
 }

@@ -4,7 +4,7 @@
  * or build state), and a project of its own that installs the two tarballs
  * can require it, import it as ESM, and type-check against it.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { expectPassed, ROOT, runToEnd } from './client-env';
@@ -39,7 +39,7 @@ describe('npm pack of @kairos/client and @kairos/proto', () => {
 
   test('a project of its own installs both tarballs, requires, imports and type-checks the client', async () => {
     const project = path.join(scratch, 'app');
-    await runToEnd('mkdir', ['-p', project]);
+    await mkdir(project, { recursive: true });
     await writeFile(path.join(project, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }));
     const tarballs = ['proto', 'client'].map((lib) => path.join(scratch, packed[lib]!.filename));
     expectPassed('npm install', await runToEnd('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...tarballs], { cwd: project }));

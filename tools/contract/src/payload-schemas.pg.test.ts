@@ -16,6 +16,7 @@ import { anyUnpack } from '@bufbuild/protobuf/wkt';
 import { BadRequestSchema, createGrpcClient, JobService, RpcStatusSchema, STATUS_DETAILS_KEY } from '@kairos/proto';
 import {
   createTestDatabase,
+  metricValue,
   restClient,
   spawnNode,
   startCoordinatorProcess,
@@ -130,10 +131,7 @@ describe('payload schemas declared by SDK handlers', () => {
   });
 
   test('a schema with an exponential regular expression is refused and counted; the agent still connects and its task is unchecked', async () => {
-    const metric = async () => {
-      const text = await (await fetch(`${coordinator.httpUrl}/metrics`)).text();
-      return Number(/^kairos_payload_schemas_refused_total (\d+)/m.exec(text)?.[1] ?? 'NaN');
-    };
+    const metric = () => metricValue(coordinator.httpUrl, 'kairos_payload_schemas_refused_total');
     const before = await metric();
     await startSdkAgent('risky-1', 'unsafe', 'risky');
     expect(await metric()).toBe(before + 1);

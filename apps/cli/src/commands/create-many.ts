@@ -14,7 +14,7 @@ import { Readable } from 'node:stream';
 import { KairosError, KairosErrorCode, MAX_BATCH_JOBS, type CreateJobInput, type CreateJobsItem, type KairosClient } from '@kairos/client';
 import type { Command } from 'commander';
 import { globalOptions, withClient } from '../context';
-import { EXIT_CODE_FOR, ExitCode, ItemsRefused } from '../errors';
+import { EXIT_CODE_FOR, ExitCode, ItemsRefused, UsageError } from '../errors';
 import { wholeNumber } from '../flags';
 import type { CliIo } from '../io';
 
@@ -64,8 +64,8 @@ export function registerCreateMany(jobs: Command, io: CliIo): void {
     .option('--batch-size <n>', `jobs per CreateJobs call, 1 to ${MAX_BATCH_JOBS}`, wholeNumber(1), MAX_BATCH_JOBS)
     .option('--concurrency <n>', 'calls in flight at once, 1 to 16', wholeNumber(1), 4)
     .action(async (flags: CreateManyFlags, command: Command) => {
-      if (flags.batchSize > MAX_BATCH_JOBS) throw new ItemsRefused(`--batch-size is at most ${MAX_BATCH_JOBS}`, ExitCode.Usage);
-      if (flags.concurrency > 16) throw new ItemsRefused('--concurrency is at most 16', ExitCode.Usage);
+      if (flags.batchSize > MAX_BATCH_JOBS) throw new UsageError(`--batch-size is at most ${MAX_BATCH_JOBS}`, '--batch-size');
+      if (flags.concurrency > 16) throw new UsageError('--concurrency is at most 16', '--concurrency');
       const globals = globalOptions(command, io);
       const source = flags.file === undefined ? Readable.from(io.stdin) : createReadStream(flags.file);
       const tally = { created: 0, existing: 0, refused: 0, worst: ExitCode.Ok as ExitCode };

@@ -91,12 +91,9 @@ export function registerJobCommands(program: Command, io: CliIo): Command {
     .action(async (flags: CreateFlags, command: Command) => {
       const input = createInput(flags);
       const globals = globalOptions(command, io);
-      const result = await withClient(globals, async (client) => {
-        const created = await client.createJob(input);
-        // --json prints what POST /jobs answers: the job too.
-        return { ...created, job: globals.json ? await client.getJob(created.jobId) : undefined };
-      });
-      if (globals.json) writeJson(io.stdout, { jobId: result.jobId, created: result.created, job: result.job && jobJson(result.job) });
+      const result = await withClient(globals, (client) => client.createJob(input));
+      // --json prints what POST /jobs answers: the job too.
+      if (globals.json) writeJson(io.stdout, { jobId: result.jobId, created: result.created, job: jobJson(result.job) });
       else if (result.created) io.stdout.write(`created job ${result.jobId}\n`);
       else io.stdout.write(`job ${result.jobId} already exists (same idempotency key and request)\n`);
     });

@@ -66,7 +66,7 @@ function writePreview(io: CliIo, preview: SchedulePreview, json: boolean): void 
 }
 
 /** The DST mark in words. */
-export function dstNote(occurrence: Occurrence): string {
+function dstNote(occurrence: Occurrence): string {
   switch (occurrence.dst) {
     case 'gap-shifted':
       return `shifted: ${occurrence.scheduledLocal?.slice(11) ?? 'the written time'} does not exist that day (spring forward)`;

@@ -60,10 +60,10 @@ export interface AgentStreamDeps {
   auth: Authenticator;
   logger: Logger;
   isShuttingDown: () => boolean;
-  /** Records the payload schemas agents advertise (unset: ignored). */
-  payloadSchemas?: Pick<PayloadSchemas, 'advertise'>;
+  /** Records the payload schemas agents advertise. */
+  payloadSchemas: Pick<PayloadSchemas, 'advertise'>;
   /** Counts the advertised schemas refused. */
-  onSchemaRefused?: (count: number) => void;
+  onSchemaRefused: (count: number) => void;
 }
 
 type Call = ServerDuplexStream<AgentMessage, CoordinatorMessage | CoordinatorMessageInit>;
@@ -177,12 +177,12 @@ export function connectHandler(deps: AgentStreamDeps) {
           report('renewal of announced leases')(error);
         }
       }
-      if (deps.payloadSchemas && hello.payloadSchemas.length > 0) {
+      if (hello.payloadSchemas.length > 0) {
         // Before the agent gets work, so a job created once it is connected is checked. A database
         // failure here costs the checks, never the connection.
         try {
           const refused = await deps.payloadSchemas.advertise(agent.namespace, agent.agentId, agent.tasks, hello.payloadSchemas);
-          if (refused.length > 0) deps.onSchemaRefused?.(refused.length);
+          if (refused.length > 0) deps.onSchemaRefused(refused.length);
         } catch (error: unknown) {
           report('recording payload schemas')(error);
         }

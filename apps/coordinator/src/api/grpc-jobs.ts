@@ -41,7 +41,7 @@ export function jobServiceImplementation(deps: {
   return {
     createJob: unary('write', async (req, namespace) => {
       const result = await commands.create(namespace, createJobBody(req));
-      return { jobId: result.job.jobId, created: result.created };
+      return { jobId: result.job.jobId, created: result.created, job: toJobMessage(result.job) };
     }),
     createJobs: unary('write', async (req, namespace) => {
       const results = await commands.createMany(namespace, req.jobs, createJobBody);
@@ -77,10 +77,7 @@ export function jobServiceImplementation(deps: {
       if (req.name !== undefined) body.name = req.name === '' ? null : req.name;
       if (req.maxAttempts !== undefined) body.maxAttempts = req.maxAttempts;
       if (req.timeoutSeconds !== undefined) body.timeoutSeconds = req.timeoutSeconds === 0 ? null : req.timeoutSeconds;
-      if (!(req.misfirePolicy in MISFIRE_POLICY_NAMES)) {
-        throw new ValidationError('misfirePolicy', `misfirePolicy ${req.misfirePolicy} is not a MisfirePolicy value`);
-      }
-      const misfirePolicy = MISFIRE_POLICY_NAMES[req.misfirePolicy];
+      const misfirePolicy = misfirePolicyName(req.misfirePolicy);
       if (misfirePolicy !== undefined) body.misfirePolicy = misfirePolicy;
       if (req.retry) body.retry = retryBody(req.retry);
       if (req.jitterMs !== undefined) body.jitterMs = req.jitterMs;
@@ -165,13 +162,6 @@ function retryBody(retry: RetryPolicy): Record<string, number> {
   return body;
 }
 
-const MISFIRE_POLICY_NAMES: Record<number, JobView['misfirePolicy'] | undefined> = {
-  [MisfirePolicy.UNSPECIFIED]: undefined,
-  [MisfirePolicy.SKIP]: 'skip',
-  [MisfirePolicy.FIRE_ONCE]: 'fire-once',
-  [MisfirePolicy.CATCH_UP]: 'catch-up',
-};
-
 const MISFIRE_POLICY_VALUES: Record<JobView['misfirePolicy'], MisfirePolicy> = {
   skip: MisfirePolicy.SKIP,
   'fire-once': MisfirePolicy.FIRE_ONCE,
@@ -184,6 +174,14 @@ const OVERLAP_POLICY_VALUES: Record<JobView['overlapPolicy'], OverlapPolicy> = {
   'buffer-all': OverlapPolicy.BUFFER_ALL,
   'cancel-other': OverlapPolicy.CANCEL_OTHER,
 };
+
+/** The name of a MisfirePolicy value; undefined for UNSPECIFIED; a ValidationError for an unknown number. */
+function misfirePolicyName(value: MisfirePolicy): JobView['misfirePolicy'] | undefined {
+  if (value === MisfirePolicy.UNSPECIFIED) return undefined;
+  const name = (Object.keys(MISFIRE_POLICY_VALUES) as Array<JobView['misfirePolicy']>).find((key) => MISFIRE_POLICY_VALUES[key] === value);
+  if (name === undefined) throw new ValidationError('misfirePolicy', `misfirePolicy ${value} is not a MisfirePolicy value`);
+  return name;
+}
 
 /** The name of an OverlapPolicy value; undefined for UNSPECIFIED; a ValidationError for an unknown number. */
 function overlapPolicyName(value: OverlapPolicy): JobView['overlapPolicy'] | undefined {
@@ -206,10 +204,7 @@ function createJobBody(req: CreateJobRequest): Record<string, unknown> {
   if (req.name) body.name = req.name;
   if (req.maxAttempts) body.maxAttempts = req.maxAttempts;
   if (req.timeoutSeconds) body.timeoutSeconds = req.timeoutSeconds;
-  if (!(req.misfirePolicy in MISFIRE_POLICY_NAMES)) {
-    throw new ValidationError('misfirePolicy', `misfirePolicy ${req.misfirePolicy} is not a MisfirePolicy value`);
-  }
-  const misfirePolicy = MISFIRE_POLICY_NAMES[req.misfirePolicy];
+  const misfirePolicy = misfirePolicyName(req.misfirePolicy);
   if (misfirePolicy !== undefined) body.misfirePolicy = misfirePolicy;
   if (req.idempotencyKey) body.idempotencyKey = req.idempotencyKey;
   if (req.retry) body.retry = retryBody(req.retry);

@@ -4,7 +4,7 @@
  * Expected refusals leave here as ApiError with the kind that errors.ts maps.
  */
 import { parseCron, previewOccurrences, type CronSchedule, type PreviewedOccurrence } from '@kairos/schedule';
-import type { JobRecord, NewJob, RunRecord, Store } from '@kairos/store';
+import { effectiveRetry, type JobRecord, type NewJob, type RetryPolicy, type RunRecord, type Store } from '@kairos/store';
 import { ApiError, toApiError } from './errors';
 import type { PayloadSchemas } from './payload-schemas';
 import type { AbortView, BackfillView, JobView, PreviewView, RunView } from './views';
@@ -65,32 +65,29 @@ export interface JobCommands {
   runs(namespace: string, jobId: string, query?: Record<string, unknown>): Promise<{ runs: RunView[]; nextCursor: string | null }>;
 }
 
-/** The coordinator's retry defaults (KAIROS_RETRY_BASE_MS, KAIROS_RETRY_CAP_MS), shown where a job has none of its own. */
-export interface RetryDefaults {
-  initialIntervalMs: number;
-  maxIntervalMs: number;
-}
-
 export interface JobCommandDeps {
   store: Store;
   /** Pokes the local dispatcher when a change may have made a job due sooner. */
   onJobsDue: () => void;
   /** Counts an abort taken. */
-  onAbort?: () => void;
-  retryDefaults?: RetryDefaults;
-  /** Payload checks against schemas agents advertised for SDK tasks (unset: none). */
-  payloadSchemas?: Pick<PayloadSchemas, 'check'>;
+  onAbort: () => void;
+  /** The coordinator's retry defaults (KAIROS_RETRY_BASE_MS, KAIROS_RETRY_CAP_MS), shown where a job has none of its own: the store's policy. */
+  retryDefaults: RetryPolicy;
+  /** Payload checks against schemas agents advertised for SDK tasks. */
+  payloadSchemas: Pick<PayloadSchemas, 'check'>;
 }
 
 export function jobCommands(deps: JobCommandDeps): JobCommands {
-  const { store, onJobsDue } = deps;
-  const onAbort = deps.onAbort ?? (() => undefined);
-  const defaults = deps.retryDefaults ?? { initialIntervalMs: 1000, maxIntervalMs: 3_600_000 };
-  const jobView = (job: JobRecord) => toJobView(job, defaults);
-  async function mustGet(namespace: string, jobId: string): Promise<JobView> {
+  const { store, onJobsDue, onAbort, payloadSchemas, retryDefaults } = deps;
+  const jobView = (job: JobRecord) => toJobView(job, retryDefaults);
+  /** The job, or not_found; `jobId` is the caller's (parsed here), named in the error as sent. */
+  async function mustGetRecord(namespace: string, jobId: string): Promise<JobRecord> {
     const job = await store.jobs.get(namespace, parseId(jobId));
     if (!job) throw notFound(jobId);
-    return jobView(job);
+    return job;
+  }
+  async function mustGet(namespace: string, jobId: string): Promise<JobView> {
+    return jobView(await mustGetRecord(namespace, jobId));
   }
 
   async function control(
@@ -115,7 +112,7 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
   return {
     async create(namespace, body) {
       const input = parseCreateJob(body);
-      await deps.payloadSchemas?.check(namespace, input.task, input.payload);
+      await payloadSchemas.check(namespace, input.task, input.payload);
       const result = await store.jobs.create({ namespace, ...input });
       switch (result.kind) {
         case 'created':
@@ -142,7 +139,7 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
       for (const [index, item] of items.entries()) {
         try {
           const input = parseCreateJob(toBody(item));
-          await deps.payloadSchemas?.check(namespace, input.task, input.payload);
+          await payloadSchemas.check(namespace, input.task, input.payload);
           accepted.push({ index, input: { namespace, ...input } });
         } catch (error: unknown) {
           // A refusal is the item's answer; anything else (the store down, a bug) fails the call.
@@ -204,10 +201,9 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
     async update(namespace, jobId, body, ifMatch) {
       const id = parseId(jobId);
       const expectedVersion = parseExpectedVersion(ifMatch);
-      const current = await store.jobs.get(namespace, id);
-      if (!current) throw notFound(jobId);
+      const current = await mustGetRecord(namespace, jobId);
       const edit = parseEditJob(body, current);
-      if (edit.payload !== undefined) await deps.payloadSchemas?.check(namespace, current.task, edit.payload as Record<string, unknown>);
+      if (edit.payload !== undefined) await payloadSchemas.check(namespace, current.task, edit.payload as Record<string, unknown>);
       const result = await store.lease.edit(namespace, id, edit, expectedVersion === undefined ? {} : { expectedVersion });
       switch (result.kind) {
         case 'updated':
@@ -299,8 +295,7 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
     },
     async upcoming(namespace, jobId, countValue) {
       const count = parseCount(countValue);
-      const job = await store.jobs.get(namespace, parseId(jobId));
-      if (!job) throw notFound(jobId);
+      const job = await mustGetRecord(namespace, jobId);
       return { jobId: job.id, ...upcomingOf(job, count, new Date()) };
     },
     pause: (namespace, jobId) => control(namespace, jobId, 'pause'),
@@ -360,7 +355,8 @@ function iso(date: Date | null): string | null {
   return date ? date.toISOString() : null;
 }
 
-export function toJobView(job: JobRecord, defaults: RetryDefaults): JobView {
+export function toJobView(job: JobRecord, defaults: RetryPolicy): JobView {
+  const retry = effectiveRetry(job.retry, defaults);
   return {
     jobId: job.id,
     namespace: job.namespace,
@@ -384,12 +380,7 @@ export function toJobView(job: JobRecord, defaults: RetryDefaults): JobView {
       job.abort === null
         ? null
         : { requestedAt: job.abort.requestedAt.toISOString(), requestedBy: job.abort.requestedBy, stopSchedule: job.abort.stopSchedule },
-    retry: {
-      initialIntervalMs: job.retry.initialMs ?? defaults.initialIntervalMs,
-      maxIntervalMs: job.retry.maxMs ?? defaults.maxIntervalMs,
-      multiplier: job.retry.multiplier ?? 2,
-      jitter: job.retry.jitter ?? 0,
-    },
+    retry: { initialIntervalMs: retry.initialMs, maxIntervalMs: retry.maxMs, multiplier: retry.multiplier, jitter: retry.jitter },
     jitterMs: job.startJitterMs,
     pauseOnFailure: job.pauseOnFailure,
     pausedReason: job.pausedReason,

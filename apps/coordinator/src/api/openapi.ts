@@ -58,7 +58,7 @@ const COMMON_ERRORS = {
   '503': failure('The schedule store is unavailable; nothing was changed, retry later'),
 };
 const BODY_ERRORS = {
-  '413': failure(`The request body is larger than ${LIMITS.payloadBytes * 2} bytes`),
+  '413': failure(`The request body is larger than ${LIMITS.bodyBytes} bytes`),
   '415': failure('The body is not application/json'),
 };
 const JOB_ERRORS = {

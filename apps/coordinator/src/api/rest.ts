@@ -52,7 +52,7 @@ export function createRestServer(deps: {
     // Per-request lines are logged at info by fastify; keep them out of the JSON log.
     loggerInstance: logger.child({ component: 'rest' }, { level: 'warn' }) as FastifyBaseLogger,
     // Generous for the body envelope; the payload itself is capped at LIMITS.payloadBytes.
-    bodyLimit: LIMITS.payloadBytes * 2,
+    bodyLimit: LIMITS.bodyBytes,
     // A malformed URL or an over-long path parameter (e.g. a 300-character job id) is refused
     // by the router before any route runs: answer in the project's error shape all the same.
     frameworkErrors: (error, _request, reply) => {
@@ -68,7 +68,7 @@ export function createRestServer(deps: {
   app.setErrorHandler((error, request, reply) => {
     // A method fastify parses bodies for (e.g. QUERY) on a path without that method: the route answer, not the body's.
     if (request.is404) return noRoute(request, reply);
-    const framework = frameworkError(error, request.routeOptions.bodyLimit ?? LIMITS.payloadBytes * 2);
+    const framework = frameworkError(error, request.routeOptions.bodyLimit);
     if (framework) return send(reply, framework.error, framework.status);
     return send(reply, toApiError(error, (cause) => logger.error({ err: cause }, 'request failed')));
   });

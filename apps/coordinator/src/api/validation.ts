@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import {
+  MAX_PREVIEW_COUNT,
   MISFIRE_POLICIES,
   OVERLAP_POLICIES,
   parseCron,
@@ -33,9 +34,13 @@ export class ValidationError extends Error {
   }
 }
 
+const PAYLOAD_BYTES = 64 * 1024;
+
 /** Bounds, documented in docs/api.md. */
 export const LIMITS = {
-  payloadBytes: 64 * 1024,
+  payloadBytes: PAYLOAD_BYTES,
+  /** The body of one request (other than a batch): generous for the envelope around a payload. */
+  bodyBytes: PAYLOAD_BYTES * 2,
   nameChars: 200,
   taskChars: 100,
   idempotencyKeyChars: 200,
@@ -45,7 +50,7 @@ export const LIMITS = {
   defaultListPage: 100,
   /** GET /jobs/{id}/runs answers a whole history of up to this many runs by default. */
   defaultRunsPage: 1000,
-  previewCount: 1000,
+  previewCount: MAX_PREVIEW_COUNT,
   defaultPreviewCount: 10,
   retryIntervalMs: 7 * 24 * 3600 * 1000,
   retryMultiplier: 10,
@@ -213,32 +218,18 @@ export function parseCreateJob(body: unknown): CreateJobInput {
   }
   let cron: CronSchedule | null = null;
   let runAt: Date | null = null;
-  try {
-    if (hasSchedule) {
-      cron = parseCron(req.schedule, req.timezone ?? undefined);
-    } else {
-      if (req.timezone !== undefined && req.timezone !== null) {
-        throw new ValidationError('timezone', 'timezone applies to schedule only; runAt carries its own offset');
-      }
-      runAt = parseRunAt(req.runAt);
+  if (hasSchedule) {
+    cron = scheduleField(() => parseCron(req.schedule, req.timezone ?? undefined));
+    if (req.timezone !== undefined && req.timezone !== null) scheduleField(() => validateTimezone(req.timezone));
+  } else {
+    if (req.timezone !== undefined && req.timezone !== null) {
+      throw new ValidationError('timezone', 'timezone applies to schedule only; runAt carries its own offset');
     }
-    if (hasSchedule && req.timezone !== undefined && req.timezone !== null) validateTimezone(req.timezone);
-  } catch (error: unknown) {
-    if (error instanceof ScheduleValidationError) throw new ValidationError(error.field, error.message);
-    throw error;
+    runAt = scheduleField(() => parseRunAt(req.runAt));
   }
   const payload = req.payload ?? {};
-  const payloadBytes = Buffer.byteLength(JSON.stringify(payload));
-  if (payloadBytes > LIMITS.payloadBytes) {
-    throw new ValidationError('payload', `payload is ${payloadBytes} bytes; the limit is ${LIMITS.payloadBytes}`);
-  }
-  let misfirePolicy: MisfirePolicy;
-  try {
-    misfirePolicy = parseMisfirePolicy(req.misfirePolicy ?? undefined);
-  } catch (error: unknown) {
-    if (error instanceof ScheduleValidationError) throw new ValidationError(error.field, error.message);
-    throw error;
-  }
+  checkPayloadSize(payload);
+  const misfirePolicy = scheduleField(() => parseMisfirePolicy(req.misfirePolicy ?? undefined));
   if (!hasSchedule && (req.jitterMs ?? 0) > 0) throw new ValidationError('jitterMs', 'jitterMs applies to recurring jobs (schedule) only');
   if (!hasSchedule && req.pauseOnFailure === true) {
     throw new ValidationError('pauseOnFailure', 'pauseOnFailure applies to recurring jobs (schedule) only; a one-off job that fails goes DEAD');
@@ -278,6 +269,12 @@ export function parseCreateJob(body: unknown): CreateJobInput {
 function checkBuiltinPayload(task: string, payload: unknown): void {
   const problem = builtinPayloadProblem(task, payload);
   if (problem !== null) throw new ValidationError(problem.field, `invalid payload for task "${task}": ${problem.field}: ${problem.message}`);
+}
+
+/** A payload larger than LIMITS.payloadBytes as JSON is refused, naming `payload`. */
+function checkPayloadSize(payload: unknown): void {
+  const payloadBytes = Buffer.byteLength(JSON.stringify(payload));
+  if (payloadBytes > LIMITS.payloadBytes) throw new ValidationError('payload', `payload is ${payloadBytes} bytes; the limit is ${LIMITS.payloadBytes}`);
 }
 
 /** Schedule errors from @kairos/schedule as the API's ValidationError (same field, same message). */
@@ -403,8 +400,7 @@ export function parseEditJob(body: unknown, current: { schedule: string | null; 
     edit.schedule = scheduleField(() => parseCron(req.schedule ?? current.schedule, req.timezone ?? current.timezone));
   }
   if (req.payload !== undefined) {
-    const payloadBytes = Buffer.byteLength(JSON.stringify(req.payload));
-    if (payloadBytes > LIMITS.payloadBytes) throw new ValidationError('payload', `payload is ${payloadBytes} bytes; the limit is ${LIMITS.payloadBytes}`);
+    checkPayloadSize(req.payload);
     checkBuiltinPayload(current.task, req.payload);
     edit.payload = req.payload;
   }

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
   createTestDatabase,
+  metricValue,
   restClient,
   startAgentProcess,
   startCoordinatorProcess,
@@ -247,7 +248,7 @@ describe('abort a running run, end to end', () => {
       expect(aborted).toMatchObject({ agentId: 'worker', leaseGeneration: 1, stopSchedule: false });
       // The coordinator serving the agent (not the one that took the call) sent the Revoke: it heard the NOTIFY.
       await waitFor(
-        async () => /^kairos_abort_revokes_total 1$/m.test(await (await fetch(`${coordinator.httpUrl}/metrics`)).text()),
+        async () => (await metricValue(coordinator.httpUrl, 'kairos_abort_revokes_total')) === 1,
         { description: 'the Revoke sent by the agent\'s coordinator' },
       );
       await untilJob(api, jobId, (j) => j.state === 'CANCELLED', 'cancelled');

@@ -10,6 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Store } from '@kairos/store';
 import {
   createTestDatabase,
+  metricValue,
   restClient,
   spawnNode,
   startAgentProcess,
@@ -37,10 +38,7 @@ describe('hostile and broken agents', () => {
     return spawnNode(name, ROGUE, { ROGUE_ADDRESS: coordinator.grpcAddress, ROGUE_AGENT_ID: name, ...env });
   }
 
-  async function metric(name: string): Promise<number> {
-    const text = (await (await fetch(`${coordinator.httpUrl}/metrics`)).text()).split('\n');
-    return text.filter((line) => line.startsWith(name)).reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
-  }
+  const metric = (name: string, labels: Record<string, string> = {}) => metricValue(coordinator.httpUrl, name, labels);
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -160,10 +158,10 @@ describe('hostile and broken agents', () => {
     expect(await metric('kairos_agent_quarantines_total')).toBeGreaterThanOrEqual(1);
     expect(await metric('kairos_agents_quarantined')).toBe(1);
     // The cluster-wide gauge per task and state (read at most once a second) counts it quarantined, the healthy one ready.
-    await waitFor(async () => (await metric(`kairos_task_agents{namespace="${NS}",task="sleep",state="quarantined"}`)) === 1, {
+    await waitFor(async () => (await metric('kairos_task_agents', { namespace: NS, task: 'sleep', state: 'quarantined' })) === 1, {
       description: 'kairos_task_agents quarantined 1',
     });
-    expect(await metric(`kairos_task_agents{namespace="${NS}",task="sleep",state="ready"}`)).toBe(1);
+    expect(await metric('kairos_task_agents', { namespace: NS, task: 'sleep', state: 'ready' })).toBe(1);
     await hole.stop();
   }, 60_000);
 

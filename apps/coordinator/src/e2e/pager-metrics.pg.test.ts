@@ -7,6 +7,7 @@
  */
 import {
   createTestDatabase,
+  metricValue,
   restClient,
   startAgentProcess,
   startCoordinatorProcess,
@@ -41,18 +42,8 @@ describe('pager metrics', () => {
     await db?.drop();
   });
 
-  /** A sample's value from the coordinator's /metrics (0 when the series is absent). */
-  async function metric(name: string, labels: Record<string, string> = {}): Promise<number> {
-    const text = await (await fetch(`${coordinator.httpUrl}/metrics`)).text();
-    const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
-    for (const line of text.split('\n')) {
-      if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-      const braces = /\{([^}]*)\}/.exec(line)?.[1] ?? '';
-      const present = braces === '' ? [] : braces.split(',');
-      if (wanted.every((label) => present.includes(label)) && (wanted.length > 0 || present.length === 0)) return Number(line.split(' ').pop());
-    }
-    return 0;
-  }
+  /** The sum of a metric's samples carrying `labels`, from the coordinator's /metrics (0 when absent). */
+  const metric = (name: string, labels: Record<string, string> = {}) => metricValue(coordinator.httpUrl, name, labels);
   const stateOf = async (jobId: string) => (await api.getJob(jobId)).body.state as string;
 
   test('a success counts SUCCEEDED', async () => {

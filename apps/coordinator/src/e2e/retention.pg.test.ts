@@ -3,7 +3,7 @@
  * finished one-off job disappears with its runs, a recurring job loses only
  * its old runs, and the deletions are counted.
  */
-import { createTestDatabase, restClient, startAgentProcess, startCoordinatorProcess, stopAll, waitFor, type TestDatabase } from '@kairos/testing';
+import { createTestDatabase, metricValue, restClient, startAgentProcess, startCoordinatorProcess, stopAll, waitFor, type TestDatabase } from '@kairos/testing';
 
 describe('retention, end to end', () => {
   let db: TestDatabase;
@@ -44,9 +44,8 @@ describe('retention, end to end', () => {
     expect(Date.now() - (oldest[0].at as Date).getTime()).toBeLessThan(6_000);
     // A DEAD job is kept for a human to look at.
     expect((await api.getJob(dead)).body.state).toBe('DEAD');
-    const metrics = await (await fetch(`${coordinator.httpUrl}/metrics`)).text();
-    expect(Number(/^kairos_retention_deleted_total\{table="jobs"\} (\d+)/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(1);
-    expect(Number(/^kairos_retention_deleted_total\{table="runs"\} (\d+)/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(1);
+    expect(await metricValue(coordinator.httpUrl, 'kairos_retention_deleted_total', { table: 'jobs' })).toBeGreaterThanOrEqual(1);
+    expect(await metricValue(coordinator.httpUrl, 'kairos_retention_deleted_total', { table: 'runs' })).toBeGreaterThanOrEqual(1);
     await api.control(recurring, 'pause');
   }, 60_000);
 });

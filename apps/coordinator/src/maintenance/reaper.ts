@@ -20,9 +20,9 @@ export function createReaper(deps: {
   intervalMs: number;
   misfireThresholdMs: number;
   logger: Logger;
-  onSkipped?: () => void;
+  onSkipped: () => void;
   /** Counts occurrences recorded SKIPPED by the reaper's settlements and misfire moves. */
-  onSkippedOccurrences?: (count: number) => void;
+  onSkippedOccurrences: (count: number) => void;
   onExpired: (expired: ReapResult['expired']) => void;
 }): Reaper {
   const loop: Periodic = periodic(deps.intervalMs, tick, deps.logger, 'reaper');
@@ -31,7 +31,7 @@ export function createReaper(deps: {
     // Drain in batches: after an outage many leases may have lapsed at once.
     for (;;) {
       const { expired, skipped } = await deps.store.lease.reapExpired({ limit: 1000 });
-      if (skipped > 0) deps.onSkippedOccurrences?.(skipped);
+      if (skipped > 0) deps.onSkippedOccurrences(skipped);
       if (expired.length > 0) {
         deps.logger.warn({ count: expired.length, jobs: expired.slice(0, 20) }, 'leases expired: runs marked LEASE_EXPIRED');
         deps.onExpired(expired);
@@ -39,10 +39,10 @@ export function createReaper(deps: {
       if (expired.length < 1000 || loop.stopped) break;
     }
     const { skipped, occurrences } = await deps.store.lease.skipMisfired({ thresholdMs: deps.misfireThresholdMs });
-    if (occurrences > 0) deps.onSkippedOccurrences?.(occurrences);
+    if (occurrences > 0) deps.onSkippedOccurrences(occurrences);
     if (skipped > 0) {
       deps.logger.info({ count: skipped }, 'late skip and catch-up jobs moved on (SKIPPED runs recorded)');
-      deps.onSkipped?.();
+      deps.onSkipped();
     }
     const { aborted } = await deps.store.lease.abortOverlapped();
     if (aborted > 0) deps.logger.info({ count: aborted }, 'overlap policy cancel-other: runs aborted for a newer occurrence');

@@ -14,8 +14,8 @@ export interface RetentionOptions {
   runRetentionMs: number | null;
   /** COMPLETED and CANCELLED jobs unchanged for longer than this are deleted with their runs; null: kept forever. */
   jobRetentionMs: number | null;
-  /** SDK payload schemas not advertised for this long are forgotten; null or unset: kept. */
-  schemaTtlMs?: number | null;
+  /** SDK payload schemas not advertised for this long are forgotten; null: kept. */
+  schemaTtlMs: number | null;
   intervalMs: number;
   /** Longest a pass keeps deleting. */
   passBudgetMs?: number;
@@ -24,15 +24,13 @@ export interface RetentionOptions {
 export interface RetentionLoop {
   start(): void;
   stop(): Promise<void>;
-  /** One pass now (tests). */
-  pass(): Promise<{ runs: number; jobs: number }>;
 }
 
 export function createRetention(deps: {
   store: Store;
   options: RetentionOptions;
   logger: Logger;
-  onDeleted?: (what: 'runs' | 'jobs', count: number) => void;
+  onDeleted: (what: 'runs' | 'jobs', count: number) => void;
 }): RetentionLoop {
   const { store, options, logger } = deps;
   const budgetMs = options.passBudgetMs ?? 250;
@@ -59,19 +57,18 @@ export function createRetention(deps: {
       } while (jobCursor !== null && performance.now() < until && !loop.stopped);
     }
     // A handful of rows at most: one statement a pass.
-    if (options.schemaTtlMs !== undefined && options.schemaTtlMs !== null) await store.taskSchemas.forget(options.schemaTtlMs);
-    if (runs > 0) deps.onDeleted?.('runs', runs);
-    if (jobs > 0) deps.onDeleted?.('jobs', jobs);
+    if (options.schemaTtlMs !== null) await store.taskSchemas.forget(options.schemaTtlMs);
+    if (runs > 0) deps.onDeleted('runs', runs);
+    if (jobs > 0) deps.onDeleted('jobs', jobs);
     if (runs + jobs > 0) logger.debug({ runs, jobs }, 'retention: old rows deleted');
     return { runs, jobs };
   }
 
   return {
     start() {
-      if (options.runRetentionMs === null && options.jobRetentionMs === null && (options.schemaTtlMs ?? null) === null) return;
+      if (options.runRetentionMs === null && options.jobRetentionMs === null && options.schemaTtlMs === null) return;
       loop.start();
     },
     stop: () => loop.stop(),
-    pass,
   };
 }

@@ -44,14 +44,14 @@ def _enum_text(enum_type: Any, value: int, prefix: str, dashed: bool = False) ->
     return name.lower().replace("_", "-") if dashed else name
 
 
+def _invalid(message: str, field: Optional[str] = None) -> InvalidArgument:
+    """An error for input refused before anything is sent."""
+    return InvalidArgument(message, code=grpc.StatusCode.INVALID_ARGUMENT, reason="INVALID_ARGUMENT", field=field)
+
+
 def _enum_value(enum_type: Any, prefix: str, text: str, field_name: str, allowed: Sequence[str]) -> int:
     if text not in allowed:
-        raise InvalidArgument(
-            f"{field_name} must be one of {', '.join(allowed)}; got {text!r}",
-            code=grpc.StatusCode.INVALID_ARGUMENT,
-            reason="INVALID_ARGUMENT",
-            field=field_name,
-        )
+        raise _invalid(f"{field_name} must be one of {', '.join(allowed)}; got {text!r}", field_name)
     return enum_type.Value(prefix + text.upper().replace("-", "_"))
 
 
@@ -272,7 +272,7 @@ class Client:
             idempotency_key=idempotency_key,
         )
         answer = self._call(self._jobs.CreateJob, request)
-        return Created(job=self.get_job(answer.job_id), created=answer.created)
+        return Created(job=Job.from_proto(answer.job), created=answer.created)
 
     def create_jobs(self, jobs: Sequence[Mapping[str, Any]]) -> List[BatchResult]:
         """Creates 1 to 1000 jobs in one call and one transaction.
@@ -282,9 +282,7 @@ class Client:
         have raised for it and does not stop the others. Raises only when the call as a whole fails.
         """
         if not 1 <= len(jobs) <= MAX_BATCH_JOBS:
-            raise InvalidArgument(
-                f"create_jobs takes 1 to {MAX_BATCH_JOBS} jobs", code=grpc.StatusCode.INVALID_ARGUMENT, reason="INVALID_ARGUMENT", field="jobs"
-            )
+            raise _invalid(f"create_jobs takes 1 to {MAX_BATCH_JOBS} jobs", "jobs")
         results: List[Optional[BatchResult]] = [None] * len(jobs)
         sent: List[int] = []
         request = jobs_pb2.CreateJobsRequest()
@@ -296,13 +294,11 @@ class Client:
             except KairosError as error:
                 results[index] = BatchResult(job_id=None, created=False, error=error)
             except TypeError as error:
-                results[index] = BatchResult(
-                    job_id=None,
-                    created=False,
-                    error=InvalidArgument(str(error), code=grpc.StatusCode.INVALID_ARGUMENT, reason="INVALID_ARGUMENT"),
-                )
+                results[index] = BatchResult(job_id=None, created=False, error=_invalid(str(error)))
         if sent:
             answer = self._call(self._jobs.CreateJobs, request)
+            if len(answer.results) != len(sent):
+                raise KairosError(f"CreateJobs: {len(answer.results)} results for {len(sent)} jobs", code=grpc.StatusCode.INTERNAL)
             for index, result in zip(sent, answer.results):
                 if result.HasField("error"):
                     results[index] = BatchResult(job_id=None, created=False, error=from_status(result.error))
@@ -392,9 +388,7 @@ def _create_request(
     request = jobs_pb2.CreateJobRequest(task=task, name=name or "", idempotency_key=idempotency_key or "")
     if run_at is not None:
         if run_at.tzinfo is None:
-            raise InvalidArgument(
-                "run_at must be timezone-aware", code=grpc.StatusCode.INVALID_ARGUMENT, reason="INVALID_ARGUMENT", field="run_at"
-            )
+            raise _invalid("run_at must be timezone-aware", "run_at")
         request.run_at.FromDatetime(run_at.astimezone(_UTC))
     if schedule is not None:
         request.schedule = schedule
@@ -415,7 +409,7 @@ def _create_request(
 
 def _struct(payload: Dict[str, Any]) -> struct_pb2.Struct:
     if not isinstance(payload, dict):
-        raise InvalidArgument("payload must be a dict", code=grpc.StatusCode.INVALID_ARGUMENT, reason="INVALID_ARGUMENT", field="payload")
+        raise _invalid("payload must be a dict", "payload")
     struct = struct_pb2.Struct()
     struct.update(payload)
     return struct

@@ -89,7 +89,7 @@ export function sampleJob(overrides: Partial<MessageInitShape<typeof JobSchema>>
 }
 
 const DEFAULT_HANDLERS: { [K in MethodName]: FakeHandler<K> } = {
-  createJob: () => ({ jobId: SAMPLE_JOB_ID, created: true }),
+  createJob: () => ({ jobId: SAMPLE_JOB_ID, created: true, job: sampleJob({ id: SAMPLE_JOB_ID }) }),
   createJobs: (request) => ({ results: request.jobs.map((_job, i) => ({ jobId: `${SAMPLE_JOB_ID.slice(0, -4)}${String(i).padStart(4, '0')}`, created: true })) }),
   getJob: (request) => ({ job: sampleJob({ id: request.jobId }) }),
   listJobs: () => ({ jobs: [sampleJob()], nextCursor: '' }),

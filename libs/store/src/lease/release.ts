@@ -8,7 +8,7 @@
 import type { Pool } from 'pg';
 import { isWellFormed, leaseKey, type HeldLeaseRef } from './refs';
 import { complete } from './settlement';
-import { currentHolders, holderArrays, lockInIdOrder, NOW, refusal, truncateError } from './sql';
+import { holderArrays, lockInIdOrder, NOW, truncateError } from './sql';
 
 export type ReleaseResult = { kind: 'released' | 'stale' | 'not-owner'; jobId: string; leaseGeneration: number };
 
@@ -34,7 +34,9 @@ export async function release(pool: Pool, leases: readonly HeldLeaseRef[], reaso
     for (const row of rows) released.add(leaseKey(row.id, Number(row.lease_generation)));
   }
   // What the statement above left: aborted runs (settled here, never retried), or leases not held.
+  // complete() answers each of them: recorded (settled as aborted), or why it was refused.
   const rest = valid.filter((lease) => !released.has(leaseKey(lease.jobId, lease.leaseGeneration)));
+  const refused = new Map<HeldLeaseRef, 'stale' | 'not-owner'>(); // keyed by the caller's objects (rest holds them)
   if (rest.length > 0) {
     const aborted = await complete(
       pool,
@@ -42,17 +44,16 @@ export async function release(pool: Pool, leases: readonly HeldLeaseRef[], reaso
       {},
       now,
     );
-    for (const result of aborted) if (result.kind === 'recorded') released.add(leaseKey(result.jobId, result.leaseGeneration));
+    // One result per report, in order. A lease named twice is released if either report settled it.
+    aborted.forEach((result, index) => {
+      if (result.kind === 'recorded') released.add(leaseKey(result.jobId, result.leaseGeneration));
+      else refused.set(rest[index]!, result.kind);
+    });
   }
-  const current = await currentHolders(
-    pool,
-    leases.filter((lease) => !released.has(leaseKey(lease.jobId, lease.leaseGeneration))),
-  );
-  return leases.map(({ jobId, leaseGeneration, ...holder }) => ({
-    kind: released.has(leaseKey(jobId, leaseGeneration))
-      ? 'released'
-      : refusal({ jobId, leaseGeneration, ...holder }, current),
-    jobId,
-    leaseGeneration,
+  // A malformed lease never reached a statement: 'stale', as `refusal` answers it.
+  return leases.map((lease) => ({
+    kind: released.has(leaseKey(lease.jobId, lease.leaseGeneration)) ? 'released' : (refused.get(lease) ?? 'stale'),
+    jobId: lease.jobId,
+    leaseGeneration: lease.leaseGeneration,
   }));
 }

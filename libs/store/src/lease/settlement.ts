@@ -6,9 +6,9 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import {
+  isOverlapPolicy,
   MISFIRE_POLICIES,
   nextOccurrence,
-  OVERLAP_POLICIES,
   planAfterOccurrence,
   planNextRun,
   type MisfirePolicy,
@@ -100,9 +100,8 @@ function toLockedJob(row: Record<string, unknown>): LockedJob {
 }
 
 function overlapPolicyOf(value: unknown): OverlapPolicy {
-  const policy = value as OverlapPolicy;
-  if (!OVERLAP_POLICIES.includes(policy)) throw new Error(`unknown overlap policy ${String(value)}`);
-  return policy;
+  if (!isOverlapPolicy(value)) throw new Error(`unknown overlap policy ${String(value)}`);
+  return value;
 }
 
 interface Ending {

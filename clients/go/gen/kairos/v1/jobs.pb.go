@@ -1528,7 +1528,10 @@ type CreateJobResponse struct {
 	// True when this call created the job; false when an earlier identical
 	// request with the same idempotency_key already had (REST: 200 instead of
 	// 201).
-	Created       bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	Created bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	// The job as this call left it (the existing one when created is false),
+	// so callers need no GetJob after a create.
+	Job           *Job `protobuf:"bytes,3,opt,name=job,proto3" json:"job,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1575,6 +1578,13 @@ func (x *CreateJobResponse) GetCreated() bool {
 		return x.Created
 	}
 	return false
+}
+
+func (x *CreateJobResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
 }
 
 type CreateJobsRequest struct {
@@ -3541,10 +3551,11 @@ const file_kairos_v1_jobs_proto_rawDesc = "" +
 	"\x10pause_on_failure\x18\r \x01(\bR\x0epauseOnFailure\x12?\n" +
 	"\x0eoverlap_policy\x18\x0e \x01(\x0e2\x18.kairos.v1.OverlapPolicyR\roverlapPolicy\x12*\n" +
 	"\x11catchup_window_ms\x18\x0f \x01(\x04R\x0fcatchupWindowMsB\x06\n" +
-	"\x04when\"D\n" +
+	"\x04when\"f\n" +
 	"\x11CreateJobResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"D\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12 \n" +
+	"\x03job\x18\x03 \x01(\v2\x0e.kairos.v1.JobR\x03job\"D\n" +
 	"\x11CreateJobsRequest\x12/\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x1b.kairos.v1.CreateJobRequestR\x04jobs\"K\n" +
 	"\x12CreateJobsResponse\x125\n" +
@@ -3822,71 +3833,72 @@ var file_kairos_v1_jobs_proto_depIdxs = []int32{
 	1,  // 24: kairos.v1.CreateJobRequest.misfire_policy:type_name -> kairos.v1.MisfirePolicy
 	8,  // 25: kairos.v1.CreateJobRequest.retry:type_name -> kairos.v1.RetryPolicy
 	2,  // 26: kairos.v1.CreateJobRequest.overlap_policy:type_name -> kairos.v1.OverlapPolicy
-	12, // 27: kairos.v1.CreateJobsRequest.jobs:type_name -> kairos.v1.CreateJobRequest
-	16, // 28: kairos.v1.CreateJobsResponse.results:type_name -> kairos.v1.CreateJobsResult
-	48, // 29: kairos.v1.CreateJobsResult.error:type_name -> google.rpc.Status
-	6,  // 30: kairos.v1.GetJobResponse.job:type_name -> kairos.v1.Job
-	0,  // 31: kairos.v1.ListJobsRequest.state:type_name -> kairos.v1.JobState
-	6,  // 32: kairos.v1.ListJobsResponse.jobs:type_name -> kairos.v1.Job
-	46, // 33: kairos.v1.UpdateJobRequest.run_at:type_name -> google.protobuf.Timestamp
-	47, // 34: kairos.v1.UpdateJobRequest.payload:type_name -> google.protobuf.Struct
-	1,  // 35: kairos.v1.UpdateJobRequest.misfire_policy:type_name -> kairos.v1.MisfirePolicy
-	8,  // 36: kairos.v1.UpdateJobRequest.retry:type_name -> kairos.v1.RetryPolicy
-	2,  // 37: kairos.v1.UpdateJobRequest.overlap_policy:type_name -> kairos.v1.OverlapPolicy
-	6,  // 38: kairos.v1.UpdateJobResponse.job:type_name -> kairos.v1.Job
-	4,  // 39: kairos.v1.UpdateJobResponse.applies:type_name -> kairos.v1.EditApplies
-	46, // 40: kairos.v1.StartBackfillRequest.from:type_name -> google.protobuf.Timestamp
-	46, // 41: kairos.v1.StartBackfillRequest.to:type_name -> google.protobuf.Timestamp
-	46, // 42: kairos.v1.StartBackfillResponse.first:type_name -> google.protobuf.Timestamp
-	46, // 43: kairos.v1.StartBackfillResponse.last:type_name -> google.protobuf.Timestamp
-	46, // 44: kairos.v1.StartBackfillResponse.resume_at:type_name -> google.protobuf.Timestamp
-	46, // 45: kairos.v1.PreviewScheduleRequest.from:type_name -> google.protobuf.Timestamp
-	35, // 46: kairos.v1.PreviewScheduleResponse.occurrences:type_name -> kairos.v1.Occurrence
-	35, // 47: kairos.v1.ListUpcomingResponse.occurrences:type_name -> kairos.v1.Occurrence
-	46, // 48: kairos.v1.Occurrence.at:type_name -> google.protobuf.Timestamp
-	5,  // 49: kairos.v1.Occurrence.dst:type_name -> kairos.v1.DstMark
-	6,  // 50: kairos.v1.PauseJobResponse.job:type_name -> kairos.v1.Job
-	6,  // 51: kairos.v1.ResumeJobResponse.job:type_name -> kairos.v1.Job
-	6,  // 52: kairos.v1.TriggerJobResponse.job:type_name -> kairos.v1.Job
-	10, // 53: kairos.v1.ListRunsResponse.runs:type_name -> kairos.v1.Run
-	11, // 54: kairos.v1.ListAgentsResponse.agents:type_name -> kairos.v1.Agent
-	12, // 55: kairos.v1.JobService.CreateJob:input_type -> kairos.v1.CreateJobRequest
-	14, // 56: kairos.v1.JobService.CreateJobs:input_type -> kairos.v1.CreateJobsRequest
-	17, // 57: kairos.v1.JobService.GetJob:input_type -> kairos.v1.GetJobRequest
-	19, // 58: kairos.v1.JobService.ListJobs:input_type -> kairos.v1.ListJobsRequest
-	21, // 59: kairos.v1.JobService.CancelJob:input_type -> kairos.v1.CancelJobRequest
-	29, // 60: kairos.v1.JobService.AbortRun:input_type -> kairos.v1.AbortRunRequest
-	36, // 61: kairos.v1.JobService.PauseJob:input_type -> kairos.v1.PauseJobRequest
-	38, // 62: kairos.v1.JobService.ResumeJob:input_type -> kairos.v1.ResumeJobRequest
-	40, // 63: kairos.v1.JobService.TriggerJob:input_type -> kairos.v1.TriggerJobRequest
-	42, // 64: kairos.v1.JobService.ListRuns:input_type -> kairos.v1.ListRunsRequest
-	44, // 65: kairos.v1.JobService.ListAgents:input_type -> kairos.v1.ListAgentsRequest
-	23, // 66: kairos.v1.JobService.UpdateJob:input_type -> kairos.v1.UpdateJobRequest
-	25, // 67: kairos.v1.JobService.StartBackfill:input_type -> kairos.v1.StartBackfillRequest
-	27, // 68: kairos.v1.JobService.CancelBackfill:input_type -> kairos.v1.CancelBackfillRequest
-	31, // 69: kairos.v1.JobService.PreviewSchedule:input_type -> kairos.v1.PreviewScheduleRequest
-	33, // 70: kairos.v1.JobService.ListUpcoming:input_type -> kairos.v1.ListUpcomingRequest
-	13, // 71: kairos.v1.JobService.CreateJob:output_type -> kairos.v1.CreateJobResponse
-	15, // 72: kairos.v1.JobService.CreateJobs:output_type -> kairos.v1.CreateJobsResponse
-	18, // 73: kairos.v1.JobService.GetJob:output_type -> kairos.v1.GetJobResponse
-	20, // 74: kairos.v1.JobService.ListJobs:output_type -> kairos.v1.ListJobsResponse
-	22, // 75: kairos.v1.JobService.CancelJob:output_type -> kairos.v1.CancelJobResponse
-	30, // 76: kairos.v1.JobService.AbortRun:output_type -> kairos.v1.AbortRunResponse
-	37, // 77: kairos.v1.JobService.PauseJob:output_type -> kairos.v1.PauseJobResponse
-	39, // 78: kairos.v1.JobService.ResumeJob:output_type -> kairos.v1.ResumeJobResponse
-	41, // 79: kairos.v1.JobService.TriggerJob:output_type -> kairos.v1.TriggerJobResponse
-	43, // 80: kairos.v1.JobService.ListRuns:output_type -> kairos.v1.ListRunsResponse
-	45, // 81: kairos.v1.JobService.ListAgents:output_type -> kairos.v1.ListAgentsResponse
-	24, // 82: kairos.v1.JobService.UpdateJob:output_type -> kairos.v1.UpdateJobResponse
-	26, // 83: kairos.v1.JobService.StartBackfill:output_type -> kairos.v1.StartBackfillResponse
-	28, // 84: kairos.v1.JobService.CancelBackfill:output_type -> kairos.v1.CancelBackfillResponse
-	32, // 85: kairos.v1.JobService.PreviewSchedule:output_type -> kairos.v1.PreviewScheduleResponse
-	34, // 86: kairos.v1.JobService.ListUpcoming:output_type -> kairos.v1.ListUpcomingResponse
-	71, // [71:87] is the sub-list for method output_type
-	55, // [55:71] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	6,  // 27: kairos.v1.CreateJobResponse.job:type_name -> kairos.v1.Job
+	12, // 28: kairos.v1.CreateJobsRequest.jobs:type_name -> kairos.v1.CreateJobRequest
+	16, // 29: kairos.v1.CreateJobsResponse.results:type_name -> kairos.v1.CreateJobsResult
+	48, // 30: kairos.v1.CreateJobsResult.error:type_name -> google.rpc.Status
+	6,  // 31: kairos.v1.GetJobResponse.job:type_name -> kairos.v1.Job
+	0,  // 32: kairos.v1.ListJobsRequest.state:type_name -> kairos.v1.JobState
+	6,  // 33: kairos.v1.ListJobsResponse.jobs:type_name -> kairos.v1.Job
+	46, // 34: kairos.v1.UpdateJobRequest.run_at:type_name -> google.protobuf.Timestamp
+	47, // 35: kairos.v1.UpdateJobRequest.payload:type_name -> google.protobuf.Struct
+	1,  // 36: kairos.v1.UpdateJobRequest.misfire_policy:type_name -> kairos.v1.MisfirePolicy
+	8,  // 37: kairos.v1.UpdateJobRequest.retry:type_name -> kairos.v1.RetryPolicy
+	2,  // 38: kairos.v1.UpdateJobRequest.overlap_policy:type_name -> kairos.v1.OverlapPolicy
+	6,  // 39: kairos.v1.UpdateJobResponse.job:type_name -> kairos.v1.Job
+	4,  // 40: kairos.v1.UpdateJobResponse.applies:type_name -> kairos.v1.EditApplies
+	46, // 41: kairos.v1.StartBackfillRequest.from:type_name -> google.protobuf.Timestamp
+	46, // 42: kairos.v1.StartBackfillRequest.to:type_name -> google.protobuf.Timestamp
+	46, // 43: kairos.v1.StartBackfillResponse.first:type_name -> google.protobuf.Timestamp
+	46, // 44: kairos.v1.StartBackfillResponse.last:type_name -> google.protobuf.Timestamp
+	46, // 45: kairos.v1.StartBackfillResponse.resume_at:type_name -> google.protobuf.Timestamp
+	46, // 46: kairos.v1.PreviewScheduleRequest.from:type_name -> google.protobuf.Timestamp
+	35, // 47: kairos.v1.PreviewScheduleResponse.occurrences:type_name -> kairos.v1.Occurrence
+	35, // 48: kairos.v1.ListUpcomingResponse.occurrences:type_name -> kairos.v1.Occurrence
+	46, // 49: kairos.v1.Occurrence.at:type_name -> google.protobuf.Timestamp
+	5,  // 50: kairos.v1.Occurrence.dst:type_name -> kairos.v1.DstMark
+	6,  // 51: kairos.v1.PauseJobResponse.job:type_name -> kairos.v1.Job
+	6,  // 52: kairos.v1.ResumeJobResponse.job:type_name -> kairos.v1.Job
+	6,  // 53: kairos.v1.TriggerJobResponse.job:type_name -> kairos.v1.Job
+	10, // 54: kairos.v1.ListRunsResponse.runs:type_name -> kairos.v1.Run
+	11, // 55: kairos.v1.ListAgentsResponse.agents:type_name -> kairos.v1.Agent
+	12, // 56: kairos.v1.JobService.CreateJob:input_type -> kairos.v1.CreateJobRequest
+	14, // 57: kairos.v1.JobService.CreateJobs:input_type -> kairos.v1.CreateJobsRequest
+	17, // 58: kairos.v1.JobService.GetJob:input_type -> kairos.v1.GetJobRequest
+	19, // 59: kairos.v1.JobService.ListJobs:input_type -> kairos.v1.ListJobsRequest
+	21, // 60: kairos.v1.JobService.CancelJob:input_type -> kairos.v1.CancelJobRequest
+	29, // 61: kairos.v1.JobService.AbortRun:input_type -> kairos.v1.AbortRunRequest
+	36, // 62: kairos.v1.JobService.PauseJob:input_type -> kairos.v1.PauseJobRequest
+	38, // 63: kairos.v1.JobService.ResumeJob:input_type -> kairos.v1.ResumeJobRequest
+	40, // 64: kairos.v1.JobService.TriggerJob:input_type -> kairos.v1.TriggerJobRequest
+	42, // 65: kairos.v1.JobService.ListRuns:input_type -> kairos.v1.ListRunsRequest
+	44, // 66: kairos.v1.JobService.ListAgents:input_type -> kairos.v1.ListAgentsRequest
+	23, // 67: kairos.v1.JobService.UpdateJob:input_type -> kairos.v1.UpdateJobRequest
+	25, // 68: kairos.v1.JobService.StartBackfill:input_type -> kairos.v1.StartBackfillRequest
+	27, // 69: kairos.v1.JobService.CancelBackfill:input_type -> kairos.v1.CancelBackfillRequest
+	31, // 70: kairos.v1.JobService.PreviewSchedule:input_type -> kairos.v1.PreviewScheduleRequest
+	33, // 71: kairos.v1.JobService.ListUpcoming:input_type -> kairos.v1.ListUpcomingRequest
+	13, // 72: kairos.v1.JobService.CreateJob:output_type -> kairos.v1.CreateJobResponse
+	15, // 73: kairos.v1.JobService.CreateJobs:output_type -> kairos.v1.CreateJobsResponse
+	18, // 74: kairos.v1.JobService.GetJob:output_type -> kairos.v1.GetJobResponse
+	20, // 75: kairos.v1.JobService.ListJobs:output_type -> kairos.v1.ListJobsResponse
+	22, // 76: kairos.v1.JobService.CancelJob:output_type -> kairos.v1.CancelJobResponse
+	30, // 77: kairos.v1.JobService.AbortRun:output_type -> kairos.v1.AbortRunResponse
+	37, // 78: kairos.v1.JobService.PauseJob:output_type -> kairos.v1.PauseJobResponse
+	39, // 79: kairos.v1.JobService.ResumeJob:output_type -> kairos.v1.ResumeJobResponse
+	41, // 80: kairos.v1.JobService.TriggerJob:output_type -> kairos.v1.TriggerJobResponse
+	43, // 81: kairos.v1.JobService.ListRuns:output_type -> kairos.v1.ListRunsResponse
+	45, // 82: kairos.v1.JobService.ListAgents:output_type -> kairos.v1.ListAgentsResponse
+	24, // 83: kairos.v1.JobService.UpdateJob:output_type -> kairos.v1.UpdateJobResponse
+	26, // 84: kairos.v1.JobService.StartBackfill:output_type -> kairos.v1.StartBackfillResponse
+	28, // 85: kairos.v1.JobService.CancelBackfill:output_type -> kairos.v1.CancelBackfillResponse
+	32, // 86: kairos.v1.JobService.PreviewSchedule:output_type -> kairos.v1.PreviewScheduleResponse
+	34, // 87: kairos.v1.JobService.ListUpcoming:output_type -> kairos.v1.ListUpcomingResponse
+	72, // [72:88] is the sub-list for method output_type
+	56, // [56:72] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_kairos_v1_jobs_proto_init() }

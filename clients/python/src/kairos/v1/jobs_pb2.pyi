@@ -275,12 +275,14 @@ class CreateJobRequest(_message.Message):
     def __init__(self, run_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., schedule: _Optional[str] = ..., timezone: _Optional[str] = ..., task: _Optional[str] = ..., payload: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., name: _Optional[str] = ..., max_attempts: _Optional[int] = ..., timeout_seconds: _Optional[int] = ..., misfire_policy: _Optional[_Union[MisfirePolicy, str]] = ..., idempotency_key: _Optional[str] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., jitter_ms: _Optional[int] = ..., pause_on_failure: _Optional[bool] = ..., overlap_policy: _Optional[_Union[OverlapPolicy, str]] = ..., catchup_window_ms: _Optional[int] = ...) -> None: ...
 
 class CreateJobResponse(_message.Message):
-    __slots__ = ("job_id", "created")
+    __slots__ = ("job_id", "created", "job")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     created: bool
-    def __init__(self, job_id: _Optional[str] = ..., created: _Optional[bool] = ...) -> None: ...
+    job: Job
+    def __init__(self, job_id: _Optional[str] = ..., created: _Optional[bool] = ..., job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
 
 class CreateJobsRequest(_message.Message):
     __slots__ = ("jobs",)
