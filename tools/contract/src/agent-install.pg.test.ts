@@ -8,6 +8,8 @@
  * exposure (`systemd-analyze security`) under 4.0 of 10 ("OK").
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -67,24 +69,47 @@ describe('the agent installed from its tarball', () => {
   });
 
   test('the installed kairos-agent runs a job, then drains on SIGTERM', async () => {
-    const agent = spawnNode('installed-agent', bin, {
-      KAIROS_COORDINATOR: coordinator.grpcAddress,
-      KAIROS_TOKEN: agentToken,
-      KAIROS_AGENT_ID: 'installed',
-      KAIROS_AGENT_TASKS: 'sleep',
-      KAIROS_DRAIN_GRACE_MS: '20000',
-      NODE_PATH: '',
+    // The long job is an http call this test holds open: it is known to be running in the agent's
+    // handler (not only claimed: a SIGTERM before the assignment arrives makes the draining agent
+    // give it back unstarted), and it ends only once the agent has started draining.
+    let arrived: () => void = () => undefined;
+    const started = new Promise<void>((resolve) => (arrived = resolve));
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const server = http.createServer((request, response) => {
+      request.resume();
+      arrived();
+      void held.then(() => response.end('ok'));
     });
-    const run = async (seconds: number) => (await api.createJob({ task: 'sleep', runAt: new Date().toISOString(), payload: { seconds } })).body.jobId as string;
-    const first = await run(0);
-    await waitFor(async () => (await api.getJob(first)).body.state === 'COMPLETED', { timeoutMs: 30_000, description: 'the first job COMPLETED' });
-    expect((await api.runs(first)).body.runs.map((r: { workerId: string; outcome: string }) => [r.workerId, r.outcome])).toEqual([['installed', 'SUCCEEDED']]);
-    const long = await run(1.5);
-    await waitFor(async () => (await api.getJob(long)).body.state === 'CLAIMED', { timeoutMs: 30_000, description: 'the long job CLAIMED' });
-    agent.signal('SIGTERM');
-    expect(await agent.exited).toBe(0);
-    expect((await api.getJob(long)).body.state).toBe('COMPLETED');
-    expect(agent.lines.some((line) => line.msg === 'drained')).toBe(true);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const agent = spawnNode('installed-agent', bin, {
+        KAIROS_COORDINATOR: coordinator.grpcAddress,
+        KAIROS_TOKEN: agentToken,
+        KAIROS_AGENT_ID: 'installed',
+        KAIROS_AGENT_TASKS: 'sleep,http',
+        KAIROS_HTTP_ALLOW_HOSTS: `127.0.0.1:${port}`,
+        KAIROS_DRAIN_GRACE_MS: '20000',
+        NODE_PATH: '',
+      });
+      const create = async (task: string, payload: Record<string, unknown>) =>
+        (await api.createJob({ task, runAt: new Date().toISOString(), payload })).body.jobId as string;
+      const first = await create('sleep', { seconds: 0 });
+      await waitFor(async () => (await api.getJob(first)).body.state === 'COMPLETED', { timeoutMs: 30_000, description: 'the first job COMPLETED' });
+      expect((await api.runs(first)).body.runs.map((r: { workerId: string; outcome: string }) => [r.workerId, r.outcome])).toEqual([['installed', 'SUCCEEDED']]);
+      const long = await create('http', { url: `http://127.0.0.1:${port}/hold` });
+      await started;
+      agent.signal('SIGTERM');
+      await waitFor(() => agent.lines.some((line) => String(line.msg).startsWith('draining')), { timeoutMs: 30_000, description: 'the agent draining' });
+      release();
+      expect(await agent.exited).toBe(0);
+      expect((await api.getJob(long)).body.state).toBe('COMPLETED');
+      expect(agent.lines.some((line) => line.msg === 'drained')).toBe(true);
+    } finally {
+      release();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   }, 60_000);
 
   test('the systemd unit verifies, with an exposure level under 4.0', async () => {
