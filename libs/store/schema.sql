@@ -16,6 +16,15 @@ CREATE TABLE agent_presence (
   CONSTRAINT agent_presence_pkey PRIMARY KEY (namespace, agent_id)
 );
 
+CREATE TABLE coordinator_presence (
+  coordinator_id text NOT NULL,
+  agents integer NOT NULL,
+  seen_at timestamp with time zone DEFAULT now() NOT NULL,
+  fresh_until timestamp with time zone NOT NULL,
+  CONSTRAINT coordinator_presence_agents_check CHECK ((agents >= 0)),
+  CONSTRAINT coordinator_presence_pkey PRIMARY KEY (coordinator_id)
+);
+
 CREATE TABLE jobs (
   id uuid DEFAULT gen_random_uuid() NOT NULL,
   namespace text DEFAULT 'default'::text NOT NULL,

@@ -19,6 +19,7 @@ describe('agentOptionsFromEnv', () => {
     });
     expect(options.token).toBeUndefined();
     expect(options.trustMarginMs).toBeUndefined();
+    expect(options.health).toBeUndefined();
   });
 
   it('reads every variable, treating empty ones as unset', () => {
@@ -32,8 +33,10 @@ describe('agentOptionsFromEnv', () => {
       KAIROS_EXEC_ALLOW: '/usr/bin/backup',
       KAIROS_DRAIN_GRACE_MS: '5000',
       KAIROS_TRUST_MARGIN_MS: '',
+      KAIROS_AGENT_HEALTH_PORT: '8081',
     });
     expect(options).toMatchObject({
+      health: { port: 8081, host: '0.0.0.0' },
       coordinator: 'coord.internal:7000',
       agentId: 'agent-7',
       tasks: ['sleep', 'exec'],
@@ -56,6 +59,8 @@ describe('agentOptionsFromEnv', () => {
     ['KAIROS_EXEC_ALLOW', 'backup', /KAIROS_EXEC_ALLOW: entries must be absolute paths/],
     ['KAIROS_EXEC_CWD_ROOT', 'jobs', /KAIROS_EXEC_CWD_ROOT: must be an absolute path/],
     ['KAIROS_TLS', 'maybe', /KAIROS_TLS: must be true or false/],
+    ['KAIROS_AGENT_HEALTH_PORT', '70000', /KAIROS_AGENT_HEALTH_PORT/],
+    ['KAIROS_AGENT_HEALTH_PORT', 'http', /KAIROS_AGENT_HEALTH_PORT: must be a whole number/],
   ])('rejects a bad %s (%s) naming the variable', (name, value, message) => {
     expect(() => agentOptionsFromEnv({ [name]: value })).toThrow(message);
     expect(() => agentOptionsFromEnv({ [name]: value })).toThrow(ConfigError);

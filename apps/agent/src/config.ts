@@ -18,6 +18,8 @@
  *   KAIROS_ABORT_GRACE_MS     an aborted run's time to stop   10000
  *   KAIROS_EXEC_KILL_GRACE_MS exec: SIGTERM to SIGKILL        5000
  *   KAIROS_TRUST_MARGIN_MS    self-fence safety margin        max(200, 10% of the lease)
+ *   KAIROS_AGENT_HEALTH_PORT  HTTP /livez and /readyz port    (none: not served; 0 picks one)
+ *   KAIROS_AGENT_HEALTH_HOST  address the health port binds   0.0.0.0
  *
  * An empty variable counts as unset. A bad value is an Error naming the
  * variable (or the option, for an override).
@@ -69,6 +71,12 @@ export interface AgentOptions {
   execKillGraceMs?: number | undefined;
   /** KAIROS_TRUST_MARGIN_MS; default max(200, 10% of lease_ms). */
   trustMarginMs?: number;
+  /**
+   * KAIROS_AGENT_HEALTH_PORT / KAIROS_AGENT_HEALTH_HOST: serve `GET /livez`
+   * (the process answers) and `GET /readyz` (a coordinator welcomed the stream
+   * and the agent is not draining) over HTTP, for probes. Unset: not served.
+   */
+  health?: { port: number; host: string };
   logger?: Logger;
 }
 
@@ -127,6 +135,8 @@ const envSchema = z.object({
   KAIROS_ABORT_GRACE_MS: intString(0, 3600 * 1000).optional(),
   KAIROS_EXEC_KILL_GRACE_MS: intString(0, 3600 * 1000).optional(),
   KAIROS_TRUST_MARGIN_MS: intString(0, 3600 * 1000).optional(),
+  KAIROS_AGENT_HEALTH_PORT: intString(0, 65_535).optional(),
+  KAIROS_AGENT_HEALTH_HOST: z.string().trim().min(1).default('0.0.0.0'),
 });
 
 const optionsSchema = z.object({
@@ -150,6 +160,7 @@ const optionsSchema = z.object({
   abortGraceMs: z.number().int().min(0).optional(),
   execKillGraceMs: z.number().int().min(0).optional(),
   trustMarginMs: z.number().int().min(0).optional(),
+  health: z.object({ port: z.number().int().min(0).max(65_535), host: z.string().min(1) }).optional(),
   logger: z.custom<Logger>((value) => typeof value === 'object' && value !== null).optional(),
 });
 
@@ -168,6 +179,7 @@ const ENV_NAMES: Partial<Record<keyof AgentOptions, string>> = {
   abortGraceMs: 'KAIROS_ABORT_GRACE_MS',
   execKillGraceMs: 'KAIROS_EXEC_KILL_GRACE_MS',
   trustMarginMs: 'KAIROS_TRUST_MARGIN_MS',
+  health: 'KAIROS_AGENT_HEALTH_PORT',
 };
 
 /** Every handler the agent would register: built-ins for its allow-lists, then custom ones. */
@@ -209,6 +221,7 @@ export function agentOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, overri
     ...(fromEnv.KAIROS_TRUST_MARGIN_MS === undefined ? {} : { trustMarginMs: fromEnv.KAIROS_TRUST_MARGIN_MS }),
     ...(fromEnv.KAIROS_ABORT_GRACE_MS === undefined ? {} : { abortGraceMs: fromEnv.KAIROS_ABORT_GRACE_MS }),
     ...(fromEnv.KAIROS_EXEC_KILL_GRACE_MS === undefined ? {} : { execKillGraceMs: fromEnv.KAIROS_EXEC_KILL_GRACE_MS }),
+    ...(fromEnv.KAIROS_AGENT_HEALTH_PORT === undefined ? {} : { health: { port: fromEnv.KAIROS_AGENT_HEALTH_PORT, host: fromEnv.KAIROS_AGENT_HEALTH_HOST } }),
     ...defined,
   };
   if (base.execAllow.some((program) => !isAbsolute(program))) {

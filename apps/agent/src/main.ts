@@ -4,12 +4,15 @@
  * command does the same). Configuration comes from the environment (see
  * config.ts); logs are JSON lines on stdout.
  *
+ * With KAIROS_AGENT_HEALTH_PORT set, probes get /livez and /readyz (runtime/health.ts).
+ *
  * SIGTERM or SIGINT drains (see RunningAgent.drain) and exits 0. A second
  * signal while draining closes at once and exits 1. A configuration error
  * exits 2; a crashed session thread exits 1.
  */
 import { pino, type Logger } from 'pino';
 import { startAgent, type RunningAgent } from './runtime/agent';
+import { startHealthServer, type HealthServer } from './runtime/health';
 import { agentOptionsFromEnv, type AgentOptions } from './config';
 
 export interface MainOptions {
@@ -33,6 +36,18 @@ export async function runAgentProcess(options: MainOptions = {}): Promise<Runnin
   const agent = await startAgent(agentOptions);
   // The agent binds agentId to its own lines; do the same for this file's.
   logger = logger.child({ agentId: agent.agentId });
+  let health: HealthServer | undefined;
+  if (agentOptions.health) {
+    try {
+      health = await startHealthServer(agent.events, agentOptions.health);
+      logger.info({ healthPort: health.port, host: agentOptions.health.host }, 'health endpoint listening (/livez, /readyz)');
+    } catch (error: unknown) {
+      logger.fatal({ err: error }, 'health endpoint could not listen (KAIROS_AGENT_HEALTH_PORT)');
+      await agent.close();
+      process.exitCode = 2;
+      return undefined;
+    }
+  }
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) {
@@ -41,6 +56,7 @@ export async function runAgentProcess(options: MainOptions = {}): Promise<Runnin
       return;
     }
     stopping = true;
+    health?.setDraining();
     logger.info({ signal }, 'signal received: draining');
     agent.drain().then(
       () => process.exit(0),

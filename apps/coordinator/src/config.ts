@@ -40,6 +40,9 @@ const schema = z
     KAIROS_JOB_RETENTION_MS: z.coerce.number().int().min(0).default(30 * 86_400_000),
     KAIROS_RETENTION_INTERVAL_MS: positiveMs.min(100).default(10_000),
     KAIROS_PRESENCE_INTERVAL_MS: positiveMs.min(100).default(5_000),
+    KAIROS_REBALANCE: flag.default(true),
+    KAIROS_MIGRATE: flag.default(true),
+    KAIROS_DEMAND_HORIZON_MS: positiveMs.max(86_400_000).default(300_000),
     KAIROS_TASK_SCHEMA_TTL_MS: z.coerce.number().int().min(0).default(7 * 86_400_000),
     KAIROS_TLS_CERT: z.string().min(1).optional(),
     KAIROS_TLS_KEY: z.string().min(1).optional(),
@@ -115,6 +118,21 @@ export interface CoordinatorOptions {
   retentionIntervalMs: number;
   /** How often this coordinator publishes its agents for the cluster-wide view (and at once when one comes or goes). */
   presenceIntervalMs: number;
+  /**
+   * Ask agents to move to another coordinator when this one serves more than
+   * its share (ceil(agents / coordinators)) and another serves at least two
+   * fewer; checked after each presence publication (KAIROS_REBALANCE).
+   */
+  rebalance: boolean;
+  /**
+   * Apply pending migrations at start (KAIROS_MIGRATE, default true). When
+   * false the coordinator never runs DDL: it waits until the schema is
+   * current (`kairos migrate`, for example a Helm hook Job with its own
+   * credentials) before it serves.
+   */
+  migrate: boolean;
+  /** How far ahead kairos_jobs_demand counts DUE jobs (KAIROS_DEMAND_HORIZON_MS, default 5 min). */
+  demandHorizonMs: number;
   /** SDK payload schemas no agent advertised for this long are forgotten (0: kept forever). */
   taskSchemaTtlMs: number | null;
   /** First quarantine of an agent that takes leases and never renews them; doubles each time. */
@@ -191,6 +209,9 @@ export function coordinatorOptionsFromEnv(
     jobRetentionMs: e.KAIROS_JOB_RETENTION_MS === 0 ? null : e.KAIROS_JOB_RETENTION_MS,
     retentionIntervalMs: e.KAIROS_RETENTION_INTERVAL_MS,
     presenceIntervalMs: e.KAIROS_PRESENCE_INTERVAL_MS,
+    rebalance: e.KAIROS_REBALANCE,
+    migrate: e.KAIROS_MIGRATE,
+    demandHorizonMs: e.KAIROS_DEMAND_HORIZON_MS,
     taskSchemaTtlMs: e.KAIROS_TASK_SCHEMA_TTL_MS === 0 ? null : e.KAIROS_TASK_SCHEMA_TTL_MS,
     agentQuarantineMaxMs: Math.max(e.KAIROS_AGENT_QUARANTINE_MAX_MS, e.KAIROS_AGENT_QUARANTINE_MS),
     ...tlsFiles(e),

@@ -20,7 +20,7 @@ import {
 } from '@kairos/proto';
 import { createPool, createStore, startEmbeddedPostgres, type EmbeddedPostgres, type RetryPolicy } from '@kairos/store';
 import { createAuthenticator } from './api/auth';
-import { connectHandler, drainSessions } from './api/grpc-agent';
+import { connectHandler } from './api/grpc-agent';
 import { jobServiceImplementation } from './api/grpc-jobs';
 import { tokenServiceImplementation } from './api/grpc-tokens';
 import { jobCommands } from './api/job-commands';
@@ -28,8 +28,10 @@ import { createPayloadSchemas } from './api/payload-schemas';
 import { createRestServer } from './api/rest';
 import { tokenCommands } from './api/token-commands';
 import type { CoordinatorOptions, ServerLimits, TlsFiles } from './config';
+import { drainSessions } from './dispatch/agent-session';
 import { createDispatcher } from './dispatch/dispatcher';
 import { createPresence, type Presence } from './dispatch/presence';
+import { createRebalancer } from './dispatch/rebalance';
 import { createReaper } from './maintenance/reaper';
 import { createRetention } from './maintenance/retention';
 import { createMetrics } from './metrics';
@@ -89,11 +91,17 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
   const pool = createPool({ connectionString: databaseUrl, max: options.dbPoolSize, application_name: `kairos-${options.coordinatorId}` });
   const retry: RetryPolicy = { backoffBaseMs: options.retryBaseMs, backoffCapMs: options.retryCapMs };
   const store = createStore(pool, { retry });
-  const applied = await migrateWithRetry(store.migrate, log);
-  if (applied.length > 0) log.info({ applied }, 'migrations applied');
+  if (options.migrate || embedded) {
+    const applied = await migrateWithRetry(store.migrate, log);
+    if (applied.length > 0) log.info({ applied }, 'migrations applied');
+  } else {
+    await waitForSchema(store.pendingMigrations, log);
+  }
 
   const metrics = createMetrics({
     countDueNextMinute: () => store.jobs.countDueWithin(60_000),
+    demand: () => store.jobs.demand(options.demandHorizonMs),
+    demandHorizonMs: options.demandHorizonMs,
     overdue: (graceMs) => store.jobs.overdue(graceMs),
     agents: () => agentsView.agents(),
   });
@@ -112,6 +120,19 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     coordinatorId: options.coordinatorId,
     intervalMs: options.presenceIntervalMs,
     logger: log.child({ component: 'presence' }),
+    ...(options.rebalance
+      ? {
+          afterPublish: createRebalancer({
+            coordinatorId: options.coordinatorId,
+            coordinators: () => store.presence.coordinators(),
+            sessions: () => (shuttingDown ? [] : dispatcher.sessions()),
+            graceMs: Math.max(options.shutdownGraceMs, options.heartbeatIntervalMs * 3),
+            abandonAfterMs: Math.max(60_000, options.leaseMs * 3),
+            onMoved: (count) => metrics.agentsRebalanced.inc(count),
+            logger: log.child({ component: 'rebalance' }),
+          }).check,
+        }
+      : {}),
   });
   const agentsView = presence;
   const reaper = createReaper({
@@ -283,6 +304,26 @@ async function migrateWithRetry(migrate: () => Promise<string[]>, log: Logger): 
       log.warn({ err: error, attempt }, 'database not ready for migrations; retrying');
       await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * attempt)));
     }
+  }
+}
+
+/**
+ * KAIROS_MIGRATE=false: this coordinator runs no DDL. It waits (a startup
+ * probe's time) until someone else has applied every migration it knows.
+ */
+async function waitForSchema(pending: () => Promise<string[]>, log: Logger): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    let missing: string[] | undefined;
+    try {
+      missing = await pending();
+      if (missing.length === 0) return;
+    } catch (error: unknown) {
+      if (attempt % 10 === 1) log.warn({ err: error, attempt }, 'database not ready; retrying');
+    }
+    if (missing && attempt % 10 === 1) {
+      log.warn({ pending: missing }, 'the schema is not current and KAIROS_MIGRATE=false: waiting for `kairos migrate` to apply the pending migrations');
+    }
+    await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * attempt)));
   }
 }
 

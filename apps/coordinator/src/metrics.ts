@@ -1,8 +1,9 @@
 /**
  * Prometheus metrics, one registry per coordinator instance (tests run several
- * in one process). `kairos_jobs_due_next_minute` is the autoscaling signal
- * (KEDA's prometheus scaler can read it): it counts work before it is late,
- * where CPU only rises once the backlog exists.
+ * in one process). `kairos_jobs_demand` is the autoscaling signal (KEDA's
+ * prometheus scaler reads it): it counts work before it is late, where CPU
+ * only rises once the backlog exists, and the jobs running now, so agents are
+ * not scaled down under long jobs.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { AgentView } from './api/views';
@@ -13,6 +14,10 @@ export const OVERDUE_GRACE_MS = 30_000;
 /** What the cluster-wide gauges read at scrape time (each at most once a second). */
 export interface MetricSources {
   countDueNextMinute: () => Promise<number>;
+  /** DUE jobs due within the demand horizon plus CLAIMED jobs, per namespace and task. */
+  demand: () => Promise<Array<{ namespace: string; task: string; jobs: number }>>;
+  /** The horizon `demand` looks ahead (KAIROS_DEMAND_HORIZON_MS), for the help text. */
+  demandHorizonMs: number;
   overdue: (graceMs: number) => Promise<{ oldestMs: number | null; tasks: Array<{ namespace: string; task: string; jobs: number }> }>;
   /** Every agent of the cluster (presence). */
   agents: () => Promise<AgentView[]>;
@@ -40,6 +45,7 @@ export interface Metrics {
   runsFinished: Counter<'outcome'>;
   jobsDead: Counter;
   occurrencesSkipped: Counter;
+  agentsRebalanced: Counter;
 }
 
 /** A read shared by every scrape within a second. */
@@ -64,6 +70,7 @@ export function createMetrics(sources: MetricSources): Metrics {
   const dueNextMinute = cachedFor(1_000, sources.countDueNextMinute);
   const overdue = cachedFor(1_000, () => sources.overdue(OVERDUE_GRACE_MS));
   const agents = cachedFor(1_000, sources.agents);
+  const demand = cachedFor(1_000, sources.demand);
   new Gauge({
     name: 'kairos_jobs_due_next_minute',
     help: 'DUE jobs whose next_run_at is within the next 60 s (by the database clock); scale agents on this',
@@ -73,6 +80,16 @@ export function createMetrics(sources: MetricSources): Metrics {
     },
   });
   // The gauges below read the whole cluster: every coordinator reports the same value (alert on max()).
+  new Gauge({
+    name: 'kairos_jobs_demand',
+    help: `Work for agents per namespace and task: DUE jobs due within ${sources.demandHorizonMs / 1000} s (KAIROS_DEMAND_HORIZON_MS) or late, plus CLAIMED jobs (running). Cluster-wide (the 100 busiest pairs); scale agents on max() of it`,
+    labelNames: ['namespace', 'task'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const { namespace, task, jobs } of await demand()) this.set({ namespace, task }, jobs);
+    },
+  });
   new Gauge({
     name: 'kairos_oldest_overdue_job_seconds',
     help: 'How late the most overdue DUE job is (database clock); 0 when none is late. Cluster-wide',
@@ -188,6 +205,11 @@ export function createMetrics(sources: MetricSources): Metrics {
     jobsDead: new Counter({
       name: 'kairos_jobs_dead_total',
       help: 'Jobs that went DEAD (attempts exhausted; a human should look), recorded by this coordinator',
+      registers: [registry],
+    }),
+    agentsRebalanced: new Counter({
+      name: 'kairos_agents_rebalanced_total',
+      help: 'Agents this coordinator asked to move to another coordinator because it served more than its share',
       registers: [registry],
     }),
     occurrencesSkipped: new Counter({

@@ -26,10 +26,10 @@ export type {
 export { isJobId, MAX_ERROR_CHARS, CLAIM_SQL, DEFAULT_ABORT_GRACE_MS, MAX_BACKFILL_OCCURRENCES, leaseStatements } from './lease';
 export { NO_JOB_RETRY, effectiveRetry, type AttemptOutcome, type JobRetry, type RetryPolicy } from './settle';
 export { ABORT_CHANNEL, type ChangeHandlers, type ChangeListener } from './notifications';
-export { migrate, loadMigrations, MIGRATIONS_DIR } from './migrate';
+export { migrate, loadMigrations, MIGRATIONS_DIR, pendingMigrations } from './migrate';
 export type { JobSweepBatch, RetentionBatch } from './retention';
 export { startEmbeddedPostgres, freePort, type EmbeddedPostgres, type EmbeddedPostgresOptions } from './embedded';
 export { StoreUnavailableError, StoreInvariantError, isConnectionError } from './pg-errors';
 export { TOKEN_ROLES, TOKEN_PREFIX, hashSecret, type TokenRole, type TokenRecord, type NewToken, type RevokeResult, type LiveToken, type TokenQueries } from './tokens';
-export type { PresenceQueries, PresenceRow, PresentAgent } from './presence';
+export type { CoordinatorRow, PresenceQueries, PresenceRow, PresentAgent } from './presence';
 export { schemaHash, type AdvertisedSchema, type TaskSchemaQueries, type TaskSchemaRecord } from './task-schemas';

@@ -123,6 +123,12 @@ export interface JobQueries {
   /** DUE jobs whose next_run_at is within `horizonMs` of the database clock (the autoscaling signal). */
   countDueWithin(horizonMs: number): Promise<number>;
   /**
+   * Work for agents, per namespace and task: DUE jobs due within `horizonMs`
+   * (or late) plus CLAIMED jobs (running or about to), by the database clock.
+   * The 100 busiest pairs. What autoscaling follows (`kairos_jobs_demand`).
+   */
+  demand(horizonMs: number): Promise<Array<{ namespace: string; task: string; jobs: number }>>;
+  /**
    * Milliseconds from the database's now until the earliest DUE job of these
    * tasks (negative: already due), or null when none waits. A duration, so the
    * dispatcher's timer never compares its clock with the database's.
@@ -148,6 +154,7 @@ export function jobQueries(db: NodePgDatabase): JobQueries {
     get: (namespace, id) => storeCall('jobs.get', () => queries.get(namespace, id)),
     list: (namespace, filter) => storeCall('jobs.list', () => queries.list(namespace, filter)),
     countDueWithin: (horizonMs) => storeCall('jobs.countDueWithin', () => queries.countDueWithin(horizonMs)),
+    demand: (horizonMs) => storeCall('jobs.demand', () => queries.demand(horizonMs)),
     msUntilNextDue: (tasks) => storeCall('jobs.msUntilNextDue', () => queries.msUntilNextDue(tasks)),
     overdue: (graceMs) => storeCall('jobs.overdue', () => queries.overdue(graceMs)),
   };
@@ -194,6 +201,16 @@ function unwrappedJobQueries(db: NodePgDatabase): JobQueries {
           ),
         );
       return rows[0]?.n ?? 0;
+    },
+    async demand(horizonMs) {
+      // Both partial indexes (DUE by next_run_at, CLAIMED by lease_until) cover the two halves.
+      const result = await db.execute<{ namespace: string; task: string; jobs: string | number }>(
+        sql`SELECT namespace, task, count(*) AS jobs FROM jobs
+            WHERE (state = 'DUE' AND next_run_at <= now() + make_interval(secs => ${horizonMs}::double precision / 1000))
+               OR state = 'CLAIMED'
+            GROUP BY namespace, task ORDER BY count(*) DESC, namespace, task LIMIT 100`,
+      );
+      return result.rows.map((row) => ({ namespace: row.namespace, task: row.task, jobs: Number(row.jobs) }));
     },
     async msUntilNextDue(tasks) {
       if (tasks.length === 0) return null;

@@ -74,3 +74,19 @@ export async function migrate(pool: Pool, dir: string = MIGRATIONS_DIR): Promise
     client.release();
   }
 }
+
+/**
+ * The migrations not yet applied (all of them on an empty database), read
+ * without taking the lock or writing anything: what a coordinator that may
+ * not run DDL (KAIROS_MIGRATE=false) waits on.
+ */
+export async function pendingMigrations(pool: Pool, dir: string = MIGRATIONS_DIR): Promise<string[]> {
+  const migrations = await loadMigrations(dir);
+  const { rows: table } = await pool.query<{ exists: boolean }>(`SELECT to_regclass('kairos_migrations') IS NOT NULL AS exists`);
+  const applied = new Set<number>();
+  if (table[0]?.exists) {
+    const { rows } = await pool.query<{ version: number }>('SELECT version FROM kairos_migrations');
+    for (const row of rows) applied.add(row.version);
+  }
+  return migrations.filter((migration) => !applied.has(migration.version)).map((migration) => migration.name);
+}

@@ -21,26 +21,50 @@ export interface PresenceRow extends PresentAgent {
   ageMs: number;
 }
 
+export interface CoordinatorRow {
+  coordinatorId: string;
+  /** Agent streams it served at its last publication (all namespaces). */
+  agents: number;
+}
+
 export interface PresenceQueries {
   /**
    * The agents connected to `coordinatorId` now: upserted, current for
    * `freshForMs` (until the next publication is overdue); its other rows
-   * deleted, and anyone's rows stale for `forgetAfterMs` deleted. One statement.
+   * deleted, and anyone's rows stale for `forgetAfterMs` deleted. The
+   * coordinator itself is upserted with its count of agents (even none), and
+   * coordinators stale for `forgetAfterMs` deleted. One statement.
    */
-  publish(coordinatorId: string, agents: readonly PresentAgent[], options: { freshForMs: number; forgetAfterMs: number }): Promise<void>;
+  publish(
+    coordinatorId: string,
+    agents: readonly PresentAgent[],
+    options: { freshForMs: number; forgetAfterMs: number; /** Agent streams served, when not `agents.length`. */ streams?: number },
+  ): Promise<void>;
   /** A coordinator that stops: its rows go at once. */
   withdraw(coordinatorId: string): Promise<void>;
   /** Agents whose publication is current (of a namespace, or all), by agent id. */
   list(options?: { namespace?: string }): Promise<PresenceRow[]>;
+  /** Coordinators whose publication is current, by id. */
+  coordinators(): Promise<CoordinatorRow[]>;
 }
 
 export function presenceQueries(pool: Pool): PresenceQueries {
   return {
-    publish: (coordinatorId, agents, { freshForMs, forgetAfterMs }) =>
+    publish: (coordinatorId, agents, { freshForMs, forgetAfterMs, streams = agents.length }) =>
       storeCall('presence.publish', async () => {
         await pool.query(
           `WITH current AS (
              SELECT * FROM unnest($2::text[], $3::text[], $4::jsonb[]) AS a(namespace, agent_id, view)
+           ), coordinator AS (
+             INSERT INTO coordinator_presence (coordinator_id, agents, seen_at, fresh_until)
+             VALUES ($1, $7, now(), now() + make_interval(secs => $6::double precision / 1000))
+             ON CONFLICT (coordinator_id) DO UPDATE
+               SET agents = excluded.agents, seen_at = excluded.seen_at, fresh_until = excluded.fresh_until
+             RETURNING 1
+           ), forgotten AS (
+             DELETE FROM coordinator_presence
+             WHERE coordinator_id <> $1 AND fresh_until < now() - make_interval(secs => $5::double precision / 1000)
+             RETURNING 1
            ), upserted AS (
              INSERT INTO agent_presence (namespace, agent_id, coordinator_id, view, seen_at, fresh_until)
              SELECT namespace, agent_id, $1, view, now(), now() + make_interval(secs => $6::double precision / 1000) FROM current
@@ -60,12 +84,17 @@ export function presenceQueries(pool: Pool): PresenceQueries {
             agents.map((agent) => JSON.stringify(agent.view)),
             forgetAfterMs,
             freshForMs,
+            streams,
           ],
         );
       }),
     withdraw: (coordinatorId) =>
       storeCall('presence.withdraw', async () => {
-        await pool.query('DELETE FROM agent_presence WHERE coordinator_id = $1', [coordinatorId]);
+        await pool.query(
+          `WITH gone AS (DELETE FROM coordinator_presence WHERE coordinator_id = $1 RETURNING 1)
+           DELETE FROM agent_presence WHERE coordinator_id = $1`,
+          [coordinatorId],
+        );
       }),
     list: ({ namespace } = {}) =>
       storeCall('presence.list', async () => {
@@ -83,6 +112,13 @@ export function presenceQueries(pool: Pool): PresenceQueries {
           view: row.view,
           ageMs: Number(row.age_ms),
         }));
+      }),
+    coordinators: () =>
+      storeCall('presence.coordinators', async () => {
+        const { rows } = await pool.query<{ coordinator_id: string; agents: number }>(
+          'SELECT coordinator_id, agents FROM coordinator_presence WHERE fresh_until > now() ORDER BY coordinator_id',
+        );
+        return rows.map((row) => ({ coordinatorId: row.coordinator_id, agents: row.agents }));
       }),
   };
 }

@@ -117,6 +117,14 @@ export const taskSchemas = pgTable(
   (table) => [primaryKey({ columns: [table.namespace, table.task, table.schemaHash] })],
 );
 
+/** Every live coordinator and how many agent streams it serves (migration 0012, presence.ts; UNLOGGED). */
+export const coordinatorPresence = pgTable('coordinator_presence', {
+  coordinatorId: text('coordinator_id').primaryKey(),
+  agents: integer('agents').notNull(),
+  seenAt: tstz('seen_at').notNull().defaultNow(),
+  freshUntil: tstz('fresh_until').notNull(),
+});
+
 /** Which agents are connected to which coordinator (migration 0011, presence.ts; UNLOGGED). */
 export const agentPresence = pgTable(
   'agent_presence',

@@ -7,7 +7,7 @@ import { Client, Pool, type ClientConfig, type PoolConfig } from 'pg';
 import { listenForChanges, type ChangeHandlers, type ChangeListener } from './notifications';
 import { jobQueries, type JobQueries } from './jobs';
 import { leaseStatements, type LeaseStatements } from './lease';
-import { migrate } from './migrate';
+import { migrate, pendingMigrations } from './migrate';
 import { storeCall } from './pg-errors';
 import { deleteFinishedJobs, deleteOldRuns, type JobSweepBatch, type RetentionBatch } from './retention';
 import { runQueries, type RunQueries } from './runs';
@@ -32,6 +32,8 @@ export interface Store {
   };
   /** Applies pending migrations; returns the names applied. */
   migrate(): Promise<string[]>;
+  /** Migrations not yet applied, read without writing (KAIROS_MIGRATE=false). */
+  pendingMigrations(): Promise<string[]>;
   /** True when a trivial query answers (readiness). */
   ping(): Promise<boolean>;
   /**
@@ -61,6 +63,7 @@ export function createStore(pool: Pool, options: StoreOptions = {}): Store {
       deleteFinishedJobs: (options) => storeCall('retention.deleteFinishedJobs', () => deleteFinishedJobs(pool, options)),
     },
     migrate: () => migrate(pool),
+    pendingMigrations: () => pendingMigrations(pool),
     async ping() {
       try {
         await pool.query('SELECT 1');

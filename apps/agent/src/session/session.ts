@@ -96,6 +96,9 @@ import {
   type WelcomeInfo,
 } from './wire';
 
+/** pick_first over the resolved addresses in a random order (grpc-js reads `shuffleAddressList`). */
+const SHUFFLED_PICK_FIRST = JSON.stringify({ loadBalancingConfig: [{ pick_first: { shuffleAddressList: true } }] });
+
 /** What the session needs to know; plain data so it can be handed to a worker thread. */
 export interface SessionConfig {
   readonly coordinator: string;
@@ -213,6 +216,9 @@ export class AgentSession {
   private newClient(): AgentClient {
     return createGrpcClient(AgentService, this.config.coordinator, this.credentials, {
       'grpc.use_local_subchannel_pool': 1,
+      // A target resolving to several coordinators (dns:/// of a headless Service): each
+      // new connection tries them in a random order, so reconnecting agents spread out.
+      'grpc.service_config': SHUFFLED_PICK_FIRST,
       // Let the channel retry as eagerly as the session does (grpc-js waits up to 120 s by default).
       'grpc.initial_reconnect_backoff_ms': RECONNECT_BACKOFF.initialMs,
       'grpc.max_reconnect_backoff_ms': RECONNECT_BACKOFF.maxMs,

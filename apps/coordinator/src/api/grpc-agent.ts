@@ -305,13 +305,3 @@ function refusal(error: unknown): [status, string] {
 function assertNever(value: never): never {
   throw new Error(`unexpected agent message ${JSON.stringify(value)}`);
 }
-
-/** Tells every agent of this coordinator to move elsewhere (shutdown). */
-export function drainSessions(sessions: readonly AgentSession[], graceMs: number): void {
-  for (const session of sessions) {
-    if (session.state.kind === 'active') {
-      session.state = { kind: 'draining', agent: session.state.agent, by: 'coordinator' };
-    }
-    session.send({ kind: { case: 'drain', value: { graceMs } } });
-  }
-}

@@ -111,6 +111,20 @@ export function agentOf(session: AgentSession): AgentInfo | undefined {
   return session.state.kind === 'active' || session.state.kind === 'draining' ? session.state.agent : undefined;
 }
 
+/**
+ * Tells agents of this coordinator to move to another one (shutdown, or a
+ * rebalance): no more assignments here; the agent opens a new stream, moves
+ * its leases' heartbeats and outcomes over, then closes this one.
+ */
+export function drainSessions(sessions: readonly AgentSession[], graceMs: number): void {
+  for (const session of sessions) {
+    if (session.state.kind === 'active') {
+      session.state = { kind: 'draining', agent: session.state.agent, by: 'coordinator' };
+    }
+    session.send({ kind: { case: 'drain', value: { graceMs } } });
+  }
+}
+
 export function freeSlots(session: AgentSession): number {
   return session.state.kind === 'active' ? Math.max(0, session.state.agent.capacity - session.held.size) : 0;
 }

@@ -7,7 +7,9 @@
  * publisher's intervals, so a coordinator that died drops out after that), with this coordinator's own
  * agents taken live from its sessions. When the store cannot be read, the
  * answer is this coordinator's agents alone (logged), not an error: during a
- * database outage the agents are what an operator wants to see.
+ * database outage the agents are what an operator wants to see. The
+ * coordinator itself is published too, with its count of agents, for the
+ * rebalancer (rebalance.ts), which runs after each publication.
  */
 import type { Logger } from 'pino';
 import type { Store } from '@kairos/store';
@@ -30,8 +32,10 @@ export function createPresence(deps: {
   coordinatorId: string;
   intervalMs: number;
   logger: Logger;
+  /** Runs after each publication that went through (the rebalancer's decision). */
+  afterPublish?: () => Promise<void>;
 }): Presence {
-  const { store, dispatcher, coordinatorId, intervalMs, logger } = deps;
+  const { store, dispatcher, coordinatorId, intervalMs, logger, afterPublish } = deps;
   // A row stays current for three of this coordinator's intervals (its own pace, whatever the readers').
   const freshForMs = intervalMs * 3;
   const forgetAfterMs = intervalMs * 10;
@@ -43,6 +47,7 @@ export function createPresence(deps: {
   async function publishOnce(): Promise<void> {
     const agents = dispatcher.agents().map(({ agentId, namespace, ...view }) => ({ agentId, namespace, view }));
     await store.presence.publish(coordinatorId, agents, { freshForMs, forgetAfterMs });
+    await afterPublish?.();
   }
 
   /** Publishes now, or right after the publish in progress; then the next one in `intervalMs`. */
