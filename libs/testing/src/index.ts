@@ -4,6 +4,7 @@ export { waitFor, type WaitForOptions } from './wait-for';
 export { insertJob, insertDueJobs, at, jobRow, runRows, FIXTURE_HOLDER, type JobFixture } from './factories';
 export {
   spawnNode,
+  spawnProgram,
   stopAll,
   startCoordinatorProcess,
   startAgentProcess,
@@ -16,3 +17,4 @@ export {
 export { restClient, type RestResponse } from './rest-client';
 export { makeTestPki, type TestPki } from './certificates';
 export { metricValue } from './metrics';
+export { startHeldCalls, type HeldCalls } from './held-calls';

@@ -33,7 +33,12 @@ const started = new Set<ManagedProcess>();
 
 /** `node`: the Node.js binary to run it with (default: the one running the tests). */
 export function spawnNode(name: string, script: string, env: Record<string, string | undefined>, node: string = process.execPath): ManagedProcess {
-  const child = spawn(node, [script], {
+  return spawnProgram(name, node, [script], env);
+}
+
+/** Any program that logs JSON lines (a single-file executable, say), managed like spawnNode's. */
+export function spawnProgram(name: string, program: string, args: readonly string[], env: Record<string, string | undefined>): ManagedProcess {
+  const child = spawn(program, args, {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -8,24 +8,19 @@
  * exposure (`systemd-analyze security`) under 4.0 of 10 ("OK").
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  createTestDatabase,
   restClient,
   spawnNode,
-  startCoordinatorProcess,
-  stopAll,
-  waitFor,
+  startHeldCalls,
   type CoordinatorProcess,
-  type TestDatabase,
 } from '@kairos/testing';
+import { runsAJobThenDrains, startFleet, type Fleet } from './agent-drill';
 import { expectPassed, ROOT, runToEnd } from './client-env';
 
 describe('the agent installed from its tarball', () => {
-  let db: TestDatabase;
+  let fleet: Fleet;
   let scratch: string;
   let prefix: string;
   let bin: string;
@@ -45,16 +40,11 @@ describe('the agent installed from its tarball', () => {
       await runToEnd('npm', ['install', '-g', '--ignore-scripts', '--offline', '--no-audit', '--no-fund', '--prefix', prefix, tarball], { cwd: scratch }),
     );
     bin = path.join(prefix, 'bin', 'kairos-agent');
-    db = await createTestDatabase();
-    const store = db.createStore();
-    agentToken = (await store.tokens.create({ namespace: 'fleet', role: 'agent' })).secret;
-    const writer = (await store.tokens.create({ namespace: 'fleet', role: 'writer' })).secret;
-    coordinator = await startCoordinatorProcess({ databaseUrl: db.url, auth: true });
-    api = restClient(coordinator.httpUrl, writer);
+    fleet = await startFleet();
+    ({ coordinator, api, agentToken } = fleet);
   }, 180_000);
   afterAll(async () => {
-    await stopAll();
-    await db?.drop();
+    await fleet?.stop();
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 
@@ -69,46 +59,20 @@ describe('the agent installed from its tarball', () => {
   });
 
   test('the installed kairos-agent runs a job, then drains on SIGTERM', async () => {
-    // The long job is an http call this test holds open: it is known to be running in the agent's
-    // handler (not only claimed: a SIGTERM before the assignment arrives makes the draining agent
-    // give it back unstarted), and it ends only once the agent has started draining.
-    let arrived: () => void = () => undefined;
-    const started = new Promise<void>((resolve) => (arrived = resolve));
-    let release: () => void = () => undefined;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const server = http.createServer((request, response) => {
-      request.resume();
-      arrived();
-      void held.then(() => response.end('ok'));
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const port = (server.address() as AddressInfo).port;
+    const held = await startHeldCalls();
     try {
       const agent = spawnNode('installed-agent', bin, {
         KAIROS_COORDINATOR: coordinator.grpcAddress,
         KAIROS_TOKEN: agentToken,
         KAIROS_AGENT_ID: 'installed',
         KAIROS_AGENT_TASKS: 'sleep,http',
-        KAIROS_HTTP_ALLOW_HOSTS: `127.0.0.1:${port}`,
+        KAIROS_HTTP_ALLOW_HOSTS: `127.0.0.1:${held.port}`,
         KAIROS_DRAIN_GRACE_MS: '20000',
         NODE_PATH: '',
       });
-      const create = async (task: string, payload: Record<string, unknown>) =>
-        (await api.createJob({ task, runAt: new Date().toISOString(), payload })).body.jobId as string;
-      const first = await create('sleep', { seconds: 0 });
-      await waitFor(async () => (await api.getJob(first)).body.state === 'COMPLETED', { timeoutMs: 30_000, description: 'the first job COMPLETED' });
-      expect((await api.runs(first)).body.runs.map((r: { workerId: string; outcome: string }) => [r.workerId, r.outcome])).toEqual([['installed', 'SUCCEEDED']]);
-      const long = await create('http', { url: `http://127.0.0.1:${port}/hold` });
-      await started;
-      agent.signal('SIGTERM');
-      await waitFor(() => agent.lines.some((line) => String(line.msg).startsWith('draining')), { timeoutMs: 30_000, description: 'the agent draining' });
-      release();
-      expect(await agent.exited).toBe(0);
-      expect((await api.getJob(long)).body.state).toBe('COMPLETED');
-      expect(agent.lines.some((line) => line.msg === 'drained')).toBe(true);
+      await runsAJobThenDrains({ agent, api, held, workerId: 'installed' });
     } finally {
-      release();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await held.close();
     }
   }, 60_000);
 

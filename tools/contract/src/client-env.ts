@@ -1,7 +1,8 @@
 /**
- * What the contract tests run besides Node: a Python virtualenv and the Go
- * protoc plugins, made from the registries by tools/scripts/client-env.mjs
- * (once per checkout), and a way to run a foreign test runner to completion.
+ * What the contract tests run besides Node: a Python virtualenv, Go tools
+ * (the protoc plugins, grpcurl, helm, kubeconform) and the newest LTS Node,
+ * made from the registries by tools/scripts/client-env.mjs (once per
+ * checkout), and a way to run a foreign test runner to completion.
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -13,6 +14,7 @@ export interface ClientEnv {
   python: string;
   /** The virtualenv's bin folder (pytest, st). */
   bin: string;
+  /** protoc-gen-go, protoc-gen-go-grpc, grpcurl, helm, kubeconform. */
   goBin: string;
   /** The newest LTS Node.js binary. */
   nodeLts: string;

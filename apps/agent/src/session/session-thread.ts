@@ -37,8 +37,27 @@ export function resolveWorkerScript(): string {
   throw new Error(`session worker not found at ${beside}: build the agent first (npx tsc -b apps/agent)`);
 }
 
-export function startSessionWorker(config: SessionConfig, listeners: SessionListeners, script: string = resolveWorkerScript()): SessionChannel {
-  const worker = new Worker(script, { workerData: config });
+/**
+ * In the single-file executable (tools/scripts/build-agent-sea.mjs) the worker
+ * is not a file: it is a bundle stored as an asset of the executable, started
+ * from source.
+ */
+function singleExecutableWorker(): string | undefined {
+  try {
+    const sea = require('node:sea') as typeof import('node:sea');
+    return sea.isSea() ? sea.getAsset(SEA_WORKER_ASSET, 'utf8') : undefined;
+  } catch {
+    return undefined; // a Node without node:sea
+  }
+}
+
+/** The asset name of the bundled worker in the single-file executable. */
+export const SEA_WORKER_ASSET = 'session-worker.js';
+
+export function startSessionWorker(config: SessionConfig, listeners: SessionListeners, script?: string): SessionChannel {
+  const embedded = script === undefined ? singleExecutableWorker() : undefined;
+  const worker =
+    embedded === undefined ? new Worker(script ?? resolveWorkerScript(), { workerData: config }) : new Worker(embedded, { eval: true, workerData: config });
   let disposing = false;
   let failed = false;
   const fail = (error: Error): void => {

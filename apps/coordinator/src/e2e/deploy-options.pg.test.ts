@@ -9,8 +9,6 @@
  *   the horizon does not count, and a running job counts until it ends.
  */
 import { execFile } from 'node:child_process';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import {
@@ -21,6 +19,7 @@ import {
   spawnNode,
   startAgentProcess,
   startCoordinatorProcess,
+  startHeldCalls,
   stopAll,
   waitFor,
   type TestDatabase,
@@ -64,16 +63,7 @@ describe('deployment options', () => {
   }, 90_000);
 
   test('kairos_jobs_demand counts jobs due within the horizon and jobs running, per task', async () => {
-    let release: () => void = () => undefined;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let arrived: () => void = () => undefined;
-    const running = new Promise<void>((resolve) => (arrived = resolve));
-    const server = http.createServer((request, response) => {
-      request.resume();
-      arrived();
-      void held.then(() => response.end('ok'));
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const held = await startHeldCalls();
     try {
       const coordinator = await startCoordinatorProcess({ databaseUrl: db.url, name: 'demand', env: { KAIROS_DEMAND_HORIZON_MS: '600000' } });
       const api = restClient(coordinator.httpUrl);
@@ -85,19 +75,17 @@ describe('deployment options', () => {
       await waitFor(async () => (await demand('report')) === 2, { timeoutMs: 10_000, description: 'two report jobs in demand' });
 
       await startAgentProcess({ coordinator: coordinator.grpcAddress, agentId: 'demand-agent', tasks: 'http' });
-      const port = (server.address() as AddressInfo).port;
-      const job = (await api.createJob({ task: 'http', runAt: new Date().toISOString(), payload: { url: `http://127.0.0.1:${port}/hold` } })).body.jobId as string;
-      await running;
+      const job = (await api.createJob({ task: 'http', runAt: new Date().toISOString(), payload: { url: held.url() } })).body.jobId as string;
+      await held.arrived();
       // Running, so no longer DUE: still demand.
       expect((await api.getJob(job)).body.state).toBe('CLAIMED');
       await waitFor(async () => (await demand('http')) === 1, { timeoutMs: 10_000, description: 'the running job in demand' });
-      release();
+      held.release();
       await waitFor(async () => (await api.getJob(job)).body.state === 'COMPLETED', { timeoutMs: 15_000, description: 'the held job COMPLETED' });
       await waitFor(async () => (await demand('http')) === 0, { timeoutMs: 10_000, description: 'no http demand once it ended' });
       expect(await demand('report')).toBe(2);
     } finally {
-      release();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await held.close();
     }
   }, 90_000);
 });

@@ -8,7 +8,6 @@
  * one run each, SUCCEEDED, attempt 1, nothing expired or run twice. Then the
  * agents' health endpoints say ready, and a draining agent says not ready.
  */
-import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import {
   createTestDatabase,
@@ -16,9 +15,11 @@ import {
   restClient,
   startAgentProcess,
   startCoordinatorProcess,
+  startHeldCalls,
   stopAll,
   waitFor,
   type CoordinatorProcess,
+  type HeldCalls,
   type ManagedProcess,
   type TestDatabase,
 } from '@kairos/testing';
@@ -66,10 +67,7 @@ describe('agents spread across coordinators', () => {
   let proxy: Awaited<ReturnType<typeof startServiceProxy>>;
   const agents: ManagedProcess[] = [];
   // The jobs running on the agents while they move: http calls this test holds open.
-  let release: () => void = () => undefined;
-  const held = new Promise<void>((resolve) => (release = resolve));
-  const arrivals: string[] = [];
-  let holder: http.Server;
+  let held: HeldCalls;
 
   const env = { KAIROS_PRESENCE_INTERVAL_MS: '300' };
   const agentsBy = async (coordinator: CoordinatorProcess) => ((await restClient(coordinator.httpUrl).agents()).body as AgentRow[]).filter((a) => !a.draining);
@@ -81,12 +79,7 @@ describe('agents spread across coordinators', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    holder = http.createServer((request, response) => {
-      request.resume();
-      arrivals.push(String(request.headers['x-kairos-job-id']));
-      void held.then(() => response.end('ok'));
-    });
-    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    held = await startHeldCalls();
     proxy = await startServiceProxy();
     c1 = await startCoordinatorProcess({ databaseUrl: db.url, name: 'c1', env });
     proxy.backends.push(c1.grpcAddress);
@@ -104,22 +97,21 @@ describe('agents spread across coordinators', () => {
   }, 60_000);
 
   afterAll(async () => {
-    release();
+    held?.release();
     await stopAll();
     await proxy?.close();
-    await new Promise<void>((resolve) => (holder ? holder.close(() => resolve()) : resolve()));
+    await held?.close();
     await db?.drop();
   });
 
   test('six agents on c1; c2 starts; within the bound each serves three, and the runs in flight are untouched', async () => {
     await waitFor(async () => (await spread()).c1 === 6, { timeoutMs: 30_000, description: 'six agents on c1' });
     const api = restClient(c1.httpUrl);
-    const port = (holder.address() as AddressInfo).port;
     const jobIds: string[] = [];
     for (let i = 0; i < 6; i++) {
-      jobIds.push((await api.createJob({ task: 'http', runAt: new Date().toISOString(), payload: { url: `http://127.0.0.1:${port}/hold/${i}` } })).body.jobId);
+      jobIds.push((await api.createJob({ task: 'http', runAt: new Date().toISOString(), payload: { url: held.url(`/hold/${i}`) } })).body.jobId);
     }
-    await waitFor(() => arrivals.length === 6, { timeoutMs: 30_000, description: 'six held jobs running' });
+    await held.arrived(6);
 
     c2 = await startCoordinatorProcess({ databaseUrl: db.url, name: 'c2', env });
     proxy.backends.push(c2.grpcAddress);
@@ -138,7 +130,7 @@ describe('agents spread across coordinators', () => {
     expect(tookMs).toBeLessThan(SPREAD_WITHIN_MS);
 
     // Every held run is still the one that started, and finishes as if nothing happened.
-    release();
+    held.release();
     await waitFor(async () => {
       for (const id of jobIds) if ((await api.getJob(id)).body.state !== 'COMPLETED') return false;
       return true;
@@ -147,7 +139,7 @@ describe('agents spread across coordinators', () => {
       const runs = (await api.runs(id)).body.runs as Array<{ outcome: string; attempt: number }>;
       expect(runs.map((run) => [run.outcome, run.attempt])).toEqual([['SUCCEEDED', 1]]);
     }
-    expect(arrivals.sort()).toEqual([...jobIds].sort());
+    expect([...held.arrivals].sort()).toEqual([...jobIds].sort());
     for (const agent of agents) expect(agent.lines.some((line) => line.msg === 'lease lost' || line.level === 50)).toBe(false);
   }, 120_000);
 
