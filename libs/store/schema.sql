@@ -68,6 +68,7 @@ CREATE TABLE jobs (
   next_reason text,
   busy_since timestamp with time zone,
   backfill_resume_at timestamp with time zone,
+  trace_parent text,
   CONSTRAINT jobs_abort_only_while_claimed CHECK (((abort_requested_at IS NULL) OR (state = 'CLAIMED'::kairos_job_state))),
   CONSTRAINT jobs_attempts_positive CHECK (((max_attempts >= 1) AND (attempt >= 0))),
   CONSTRAINT jobs_catchup_window_positive CHECK (((catchup_window_ms IS NULL) OR (catchup_window_ms > 0))),

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const outIndex = process.argv.indexOf('--out');
 const out = path.resolve(outIndex > 0 ? process.argv[outIndex + 1] : path.join(root, '.tmp/dist'));
-const BUNDLED = { '@kairos/proto': 'libs/proto', '@kairos/tasks': 'libs/tasks' };
+const BUNDLED = { '@kairos/proto': 'libs/proto', '@kairos/tasks': 'libs/tasks', '@kairos/tracing': 'libs/tracing' };
 
 /** A package's publishable files (its package.json `files`, minus build state and tests). */
 function copyPackage(from, to) {

@@ -28,6 +28,7 @@ import { hostname } from 'node:os';
 import { isAbsolute } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { Tracing } from '@kairos/tracing';
 import type { TaskHandler } from './sdk';
 import { builtinHandlers } from './tasks/builtins';
 
@@ -77,6 +78,11 @@ export interface AgentOptions {
    * and the agent is not draining) over HTTP, for probes. Unset: not served.
    */
   health?: { port: number; host: string };
+  /**
+   * Spans for runs (libs/tracing). Default: as the OTEL_ environment says
+   * (off unless it names an exporter or an OTLP endpoint).
+   */
+  tracing?: Tracing;
   logger?: Logger;
 }
 
@@ -161,6 +167,7 @@ const optionsSchema = z.object({
   execKillGraceMs: z.number().int().min(0).optional(),
   trustMarginMs: z.number().int().min(0).optional(),
   health: z.object({ port: z.number().int().min(0).max(65_535), host: z.string().min(1) }).optional(),
+  tracing: z.custom<Tracing>((value) => typeof value === 'object' && value !== null && 'startSpan' in value, 'must be a Tracing').optional(),
   logger: z.custom<Logger>((value) => typeof value === 'object' && value !== null).optional(),
 });
 

@@ -13,7 +13,8 @@
 import { pino, type Logger } from 'pino';
 import { startAgent, type RunningAgent } from './runtime/agent';
 import { startHealthServer, type HealthServer } from './runtime/health';
-import { agentOptionsFromEnv, type AgentOptions } from './config';
+import { AGENT_VERSION, agentOptionsFromEnv, type AgentOptions } from './config';
+import { tracingFromEnv } from '@kairos/tracing';
 
 export interface MainOptions {
   readonly env?: NodeJS.ProcessEnv;
@@ -27,7 +28,8 @@ export async function runAgentProcess(options: MainOptions = {}): Promise<Runnin
   let logger = options.logger ?? pino({ name: 'kairos-agent' });
   let agentOptions: AgentOptions;
   try {
-    agentOptions = agentOptionsFromEnv(options.env ?? process.env, { ...options.overrides, logger });
+    const env = options.env ?? process.env;
+    agentOptions = agentOptionsFromEnv(env, { tracing: tracingFromEnv('kairos-agent', AGENT_VERSION, env), ...options.overrides, logger });
   } catch (error: unknown) {
     logger.fatal({ err: error }, 'invalid agent configuration');
     process.exitCode = 2;

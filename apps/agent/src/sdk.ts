@@ -43,6 +43,13 @@ export interface TaskContext {
   scheduledFor: Date;
   /** A child of the agent's logger bound to this run (jobId, runId, attempt, task). */
   logger?: Logger;
+  /**
+   * The run's W3C trace context (a `traceparent` header value) when the job
+   * has one: the agent's run span with tracing on, else the trace its creator
+   * sent, passed through. Send it on to join downstream work to the trace
+   * (the built-in `http` task does).
+   */
+  traceparent?: string;
 }
 
 /** A task handler. Resolve = succeeded, throw/reject = failed. */

@@ -1,4 +1,4 @@
-import { coordinatorOptionsFromEnv } from './config';
+import { ConfigError, coordinatorOptionsFromEnv } from './config';
 
 describe('coordinator configuration: deployment switches', () => {
   test('defaults: migrate at start, rebalance agents, demand looks five minutes ahead', () => {
@@ -19,5 +19,6 @@ describe('coordinator configuration: deployment switches', () => {
     ['KAIROS_DEMAND_HORIZON_MS', '0', /KAIROS_DEMAND_HORIZON_MS/],
   ])('rejects a bad %s (%s) naming the variable', (name, value, message) => {
     expect(() => coordinatorOptionsFromEnv({ [name]: value })).toThrow(message);
+    expect(() => coordinatorOptionsFromEnv({ [name]: value })).toThrow(ConfigError);
   });
 });

@@ -171,6 +171,17 @@ export interface ServerLimits {
   grpcMaxMessageBytes: number;
 }
 
+/** A configuration problem; `field` is the environment variable at fault (the message starts with it). */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(
+    readonly field: string,
+    detail: string,
+  ) {
+    super(`invalid configuration: ${field}: ${detail}`);
+  }
+}
+
 export function coordinatorOptionsFromEnv(
   env: NodeJS.ProcessEnv = process.env,
   overrides: Partial<CoordinatorOptions> = {},
@@ -178,7 +189,7 @@ export function coordinatorOptionsFromEnv(
   const parsed = schema.safeParse(env);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new Error(`invalid configuration: ${String(issue.path[0])}: ${issue.message}`);
+    throw new ConfigError(String(issue.path[0]), issue.message);
   }
   const e = parsed.data;
   const leaseMs = overrides.leaseMs ?? e.KAIROS_LEASE_MS;
@@ -233,13 +244,13 @@ export function coordinatorOptionsFromEnv(
 function tlsFiles(e: z.infer<typeof schema>): { tls?: TlsFiles } {
   if (e.KAIROS_TLS_CERT === undefined && e.KAIROS_TLS_KEY === undefined) {
     if (e.KAIROS_TLS_CLIENT_CA !== undefined) {
-      throw new Error('invalid configuration: KAIROS_TLS_CLIENT_CA: needs KAIROS_TLS_CERT and KAIROS_TLS_KEY (mTLS is TLS first)');
+      throw new ConfigError('KAIROS_TLS_CLIENT_CA', 'needs KAIROS_TLS_CERT and KAIROS_TLS_KEY (mTLS is TLS first)');
     }
     return {};
   }
   if (e.KAIROS_TLS_CERT === undefined || e.KAIROS_TLS_KEY === undefined) {
     const missing = e.KAIROS_TLS_CERT === undefined ? 'KAIROS_TLS_CERT' : 'KAIROS_TLS_KEY';
-    throw new Error(`invalid configuration: ${missing}: TLS needs both KAIROS_TLS_CERT and KAIROS_TLS_KEY`);
+    throw new ConfigError(missing, 'TLS needs both KAIROS_TLS_CERT and KAIROS_TLS_KEY');
   }
   return {
     tls: {

@@ -19,12 +19,14 @@ import {
   reflectionPackageDefinition,
 } from '@kairos/proto';
 import { createPool, createStore, startEmbeddedPostgres, type EmbeddedPostgres, type RetryPolicy } from '@kairos/store';
+import { tracingFromEnv } from '@kairos/tracing';
 import { createAuthenticator } from './api/auth';
 import { connectHandler } from './api/grpc-agent';
 import { jobServiceImplementation } from './api/grpc-jobs';
 import { tokenServiceImplementation } from './api/grpc-tokens';
 import { jobCommands } from './api/job-commands';
 import { createPayloadSchemas } from './api/payload-schemas';
+import { COORDINATOR_VERSION } from './api/openapi';
 import { createRestServer } from './api/rest';
 import { tokenCommands } from './api/token-commands';
 import type { CoordinatorOptions, ServerLimits, TlsFiles } from './config';
@@ -70,7 +72,9 @@ const REDACTED_LOG_FIELDS = [
   '*.password',
 ];
 
-export async function startCoordinator(options: CoordinatorOptions, logger?: Logger): Promise<RunningCoordinator> {
+export async function startCoordinator(options: CoordinatorOptions, logger?: Logger, env: NodeJS.ProcessEnv = process.env): Promise<RunningCoordinator> {
+  // Off unless the OTEL_ environment asks; a bad OTEL_ variable stops the start, named.
+  const tracing = tracingFromEnv('kairos-coordinator', COORDINATOR_VERSION, env);
   const log =
     logger ??
     pino({
@@ -105,6 +109,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     overdue: (graceMs) => store.jobs.overdue(graceMs),
     agents: () => agentsView.agents(),
   });
+  if (tracing.enabled) log.info('tracing on: spans go to the exporter the OTEL_ environment names');
   // Presence publishes when agents come and go; it is made right after the dispatcher it reads.
   let presence: Presence | undefined;
   const dispatcher = createDispatcher({
@@ -113,6 +118,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     logger: log.child({ component: 'dispatcher' }),
     metrics,
     onSessionsChanged: () => presence?.poke(),
+    tracing,
   });
   presence = createPresence({
     store,
@@ -157,6 +163,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     onJobsDue: () => dispatcher.wake(),
     onAbort: () => metrics.abortsRequested.inc(),
     retryDefaults: retry,
+    tracing,
   });
   const tokens = tokenCommands(store);
   const auth = createAuthenticator({
@@ -189,6 +196,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
       onSchemaRefused: (count) => metrics.payloadSchemasRefused.inc(count),
       logger: log.child({ component: 'agents' }),
       isShuttingDown: () => shuttingDown,
+      tracing,
     }),
   });
   const health = new HealthImplementation({
@@ -285,6 +293,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
         });
       });
       await rest.close();
+      await tracing.shutdown().catch((error: unknown) => log.warn({ err: error }, 'traces not flushed'));
       await store.close();
       if (embedded) await embedded.stop();
       log.info('stopped');

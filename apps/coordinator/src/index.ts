@@ -1,2 +1,2 @@
 export { startCoordinator, type RunningCoordinator } from './coordinator';
-export { coordinatorOptionsFromEnv, type CoordinatorOptions } from './config';
+export { ConfigError, coordinatorOptionsFromEnv, type CoordinatorOptions } from './config';

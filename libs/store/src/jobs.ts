@@ -74,6 +74,8 @@ export interface NewJob {
   idempotencyKey?: string | null;
   /** Digest of the normalised request, compared when the idempotency key repeats. */
   requestDigest?: string | null;
+  /** W3C traceparent its runs' spans descend from (validated by the caller). */
+  traceParent?: string | null;
   retry?: JobRetry;
   startJitterMs?: number;
   pauseOnFailure?: boolean;
@@ -107,7 +109,7 @@ export interface JobPage {
   nextAfter: string | null;
 }
 
-/** The most jobs one createMany call takes (the API's batch limit; 27 parameters a row stay under PostgreSQL's 65,535). */
+/** The most jobs one createMany call takes (the API's batch limit). */
 export const MAX_CREATE_BATCH = 1000;
 
 export interface JobQueries {
@@ -274,6 +276,7 @@ function newJobRow(input: NewJob, clock: Date): typeof jobs.$inferInsert {
     misfirePolicy: input.misfirePolicy,
     idempotencyKey: input.idempotencyKey ?? null,
     requestDigest: input.requestDigest ?? null,
+    traceParent: input.traceParent ?? null,
     createdAt: clock,
     updatedAt: clock,
   };
@@ -309,7 +312,7 @@ async function create(db: NodePgDatabase, input: NewJob, now?: Date): Promise<Cr
 
 /**
  * Many creates in one transaction: one INSERT of every row (columns as arrays
- * through unnest, so the statement has 26 parameters whatever the batch size,
+ * through unnest, so the statement has 27 parameters whatever the batch size,
  * and no per-row query building), then one read of the rows holding the keys
  * that were already taken. Each input is answered as `create` would answer it
  * alone, in order, by job id: a key repeated within the batch is an idempotent
@@ -326,11 +329,11 @@ async function createMany(db: NodePgDatabase, inputs: readonly NewJob[], now?: D
       INSERT INTO jobs (id, namespace, name, task, schedule, run_at, timezone, payload, state, occurrence_at, next_run_at,
                         max_attempts, retry_initial_ms, retry_max_ms, retry_multiplier, retry_jitter, start_jitter_ms,
                         pause_on_failure, overlap_policy, catchup_window_ms, timeout_ms, misfire_policy, idempotency_key,
-                        request_digest, created_at, updated_at)
+                        request_digest, trace_parent, created_at, updated_at)
       SELECT id, namespace, name, task, schedule, run_at, timezone, payload::jsonb, 'DUE', occurrence_at, next_run_at,
              max_attempts, retry_initial_ms, retry_max_ms, retry_multiplier, retry_jitter, start_jitter_ms,
              pause_on_failure, overlap_policy::kairos_overlap_policy, catchup_window_ms, timeout_ms,
-             misfire_policy::kairos_misfire_policy, idempotency_key, request_digest, ${clock.toISOString()}::timestamptz,
+             misfire_policy::kairos_misfire_policy, idempotency_key, request_digest, trace_parent, ${clock.toISOString()}::timestamptz,
              ${clock.toISOString()}::timestamptz
       FROM unnest(
         ${column((r) => r.id)}::uuid[], ${column((r) => r.namespace)}::text[], ${column((r) => r.name)}::text[],
@@ -341,10 +344,10 @@ async function createMany(db: NodePgDatabase, inputs: readonly NewJob[], now?: D
         ${column((r) => r.retryMultiplier)}::float8[], ${column((r) => r.retryJitter)}::float8[],
         ${column((r) => r.startJitterMs)}::int[], ${column((r) => r.pauseOnFailure)}::bool[], ${column((r) => r.overlapPolicy)}::text[],
         ${column((r) => r.catchupWindowMs)}::bigint[], ${column((r) => r.timeoutMs)}::int[], ${column((r) => r.misfirePolicy)}::text[],
-        ${column((r) => r.idempotencyKey)}::text[], ${column((r) => r.requestDigest)}::text[]
+        ${column((r) => r.idempotencyKey)}::text[], ${column((r) => r.requestDigest)}::text[], ${column((r) => r.traceParent)}::text[]
       ) AS u(id, namespace, name, task, schedule, run_at, timezone, payload, occurrence_at, next_run_at, max_attempts,
              retry_initial_ms, retry_max_ms, retry_multiplier, retry_jitter, start_jitter_ms, pause_on_failure,
-             overlap_policy, catchup_window_ms, timeout_ms, misfire_policy, idempotency_key, request_digest)
+             overlap_policy, catchup_window_ms, timeout_ms, misfire_policy, idempotency_key, request_digest, trace_parent)
       ON CONFLICT (namespace, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
       RETURNING id`);
     const created = new Set(inserted.rows.map((row) => row.id));

@@ -46,6 +46,8 @@ export const jobs = pgTable('jobs', {
   misfirePolicy: misfirePolicy('misfire_policy').notNull().default('fire-once'),
   idempotencyKey: text('idempotency_key'),
   requestDigest: text('request_digest'),
+    /** W3C traceparent of the job's creation (migration 0013). */
+    traceParent: text('trace_parent'),
   createdAt: tstz('created_at').notNull().defaultNow(),
   updatedAt: tstz('updated_at').notNull().defaultNow(),
   // An operator's abort of the running run (migration 0005); written by lease/abort.ts, cleared by every settlement.

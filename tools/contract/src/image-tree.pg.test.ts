@@ -116,7 +116,7 @@ describe('the production tree of the container image', () => {
     expect(readdirSync(tree).sort()).toEqual(['apps', 'libs', 'node_modules', 'package-lock.json', 'package.json']);
     // The image's `kairos` is a symlink to the bin: it runs through its shebang.
     expect(statSync(path.join(tree, 'apps/cli/bin/kairos.js')).mode & 0o111).toBe(0o111);
-    expect(readdirSync(path.join(tree, 'libs')).sort()).toEqual(['client', 'proto', 'schedule', 'store', 'tasks']);
+    expect(readdirSync(path.join(tree, 'libs')).sort()).toEqual(['client', 'proto', 'schedule', 'store', 'tasks', 'tracing']);
     expect(readdirSync(path.join(tree, 'libs/store'))).toEqual(expect.arrayContaining(['dist', 'migrations', 'package.json']));
     const files = (dir: string): string[] =>
       readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? files(path.join(dir, entry.name)) : [path.join(dir, entry.name)]));

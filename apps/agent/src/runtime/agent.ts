@@ -17,6 +17,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { pino, type Logger } from 'pino';
+import { tracingFromEnv, type JobSpan, type Tracing } from '@kairos/tracing';
 import { AGENT_VERSION, ConfigError, checkAgentOptions, registeredHandlers, type AgentOptions } from '../config';
 import type { DefinedTask } from '../sdk';
 import { createAgentEvents, type AgentEvents, type RunInfo } from './events';
@@ -80,7 +81,9 @@ export async function startAgentWith(options: AgentOptions, internals: AgentInte
     payloadSchemas: declaredSchemas(checked),
     flushTimeoutMs,
   };
-  const runtime = new AgentRuntime(checked, logger, flushTimeoutMs);
+  const tracing = checked.tracing ?? tracingFromEnv('kairos-agent', AGENT_VERSION);
+  if (tracing.enabled) logger.info('tracing on: run spans go to the exporter the OTEL_ environment names');
+  const runtime = new AgentRuntime(checked, logger, flushTimeoutMs, tracing);
   const channel =
     internals.connect !== undefined
       ? internals.connect(config, runtime)
@@ -112,10 +115,14 @@ class AgentRuntime implements RunningAgent, SessionListeners {
   private drainedWaiter: ((unacked: number) => void) | undefined;
   private closedWaiter: (() => void) | undefined;
 
+  /** Run spans by lease id, from the offer to the decided result (tracing on only). */
+  private readonly runSpans = new Map<string, JobSpan>();
+
   constructor(
     private readonly options: AgentOptions,
     private readonly logger: Logger,
     private readonly flushTimeoutMs: number,
+    private readonly tracing: Tracing,
   ) {
     this.agentId = options.agentId;
     this.executor = new Executor({
@@ -187,13 +194,36 @@ class AgentRuntime implements RunningAgent, SessionListeners {
       this.post({ type: 'release', lease: keyOf(offer), reason: 'no free slot' });
       return;
     }
-    this.executor.start(offer);
+    this.executor.start(this.tracing.enabled ? this.withRunSpan(offer) : offer);
+  }
+
+  /** The offer under a run span of its own (child of the claim): the handler and the outcome carry the span's context. */
+  private withRunSpan(offer: LeaseOffer): LeaseOffer {
+    const span = this.tracing.startSpan('kairos.job.run', {
+      parent: offer.traceparent ?? null,
+      attributes: {
+        'kairos.job.id': offer.jobId,
+        'kairos.run.id': offer.runId,
+        'kairos.task': offer.task,
+        'kairos.attempt': offer.attempt,
+        'kairos.lease.generation': Number(offer.generation),
+        'kairos.agent.id': this.agentId,
+      },
+    });
+    this.runSpans.set(leaseId(offer), span);
+    return { ...offer, traceparent: span.traceparent };
   }
 
   private onDecided(offer: LeaseOffer, result: RunResult, durationMs: number): void {
     const error = result.kind === 'succeeded' || result.kind === 'lease-lost' ? undefined : result.error;
     if (this.reporting && result.kind !== 'lease-lost') {
-      this.post({ type: 'outcome', lease: keyOf(offer), result: result.kind, error: error ?? '', finishedAtMs: Date.now() });
+      this.post({ type: 'outcome', lease: keyOf(offer), result: result.kind, error: error ?? '', finishedAtMs: Date.now(), traceparent: offer.traceparent ?? null });
+    }
+    const span = this.runSpans.get(leaseId(offer));
+    if (span !== undefined) {
+      this.runSpans.delete(leaseId(offer));
+      span.setAttributes({ 'kairos.run.result': result.kind });
+      span.end(result.kind === 'succeeded' ? {} : { error: error ?? result.kind });
     }
     const fields = { jobId: offer.jobId, runId: offer.runId, task: offer.task, result: result.kind, durationMs: Math.round(durationMs) };
     // Successful runs are in the runs table; at info level the log would carry one line per job.
@@ -259,6 +289,7 @@ class AgentRuntime implements RunningAgent, SessionListeners {
     await this.channel?.dispose();
     this.lifecycle = { kind: 'stopped' };
     const unackedOutcomes = flushed.done ? flushed.value : -1;
+    await this.flushTraces();
     this.logger.info({ unackedOutcomes }, 'drained');
     this.events.emit('drained', { unackedOutcomes });
   }
@@ -289,7 +320,17 @@ class AgentRuntime implements RunningAgent, SessionListeners {
     await this.channel?.dispose();
     this.drainedWaiter?.(-1);
     this.lifecycle = { kind: 'stopped' };
+    await this.flushTraces();
     this.logger.info('agent closed');
+  }
+
+  /** Sends the spans still buffered (bounded: an unreachable collector must not hold the exit). */
+  private async flushTraces(): Promise<void> {
+    const flushed = await within(
+      this.tracing.shutdown().catch((error: unknown) => this.logger.warn({ err: error }, 'traces not flushed')),
+      SESSION_STOP_SLACK_MS,
+    );
+    if (!flushed.done) this.logger.warn('traces not flushed in time');
   }
 
   private post(message: Parameters<SessionChannel['post']>[0]): void {

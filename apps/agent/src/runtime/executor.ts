@@ -211,6 +211,7 @@ export class Executor {
       jobId: offer.jobId,
       runId: offer.runId,
       scheduledFor: new Date(offer.scheduledForMs ?? Date.now()),
+      ...(offer.traceparent ? { traceparent: offer.traceparent } : {}),
       get logger() {
         return (logger ??= parentLogger.child({ jobId: offer.jobId, runId: offer.runId, attempt: offer.attempt, task: offer.task }));
       },

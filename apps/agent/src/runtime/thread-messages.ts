@@ -32,6 +32,8 @@ export interface LeaseOffer extends LeaseKey {
   readonly timeoutMs: number;
   /** The occurrence this run serves, wall clock; null when the coordinator left it unset. */
   readonly scheduledForMs: number | null;
+  /** W3C trace context of the run's claim (null: none); the run span's, once the handler thread starts it. */
+  readonly traceparent?: string | null;
 }
 
 /** Handler results that are reported to the coordinator (a lost lease is never reported). */
@@ -62,6 +64,8 @@ export type ToSession =
       readonly result: ReportableResult;
       readonly error: string;
       readonly finishedAtMs: number;
+      /** The run's trace context, sent with the outcome (null: none). */
+      readonly traceparent?: string | null;
     }
   /** An offered lease will never be started (draining, or no free slot): give it back. */
   | { readonly type: 'release'; readonly lease: LeaseKey; readonly reason: string }

@@ -8,7 +8,7 @@
  *   authority, used for one purpose: to stop working on a lease before the
  *   database could have given it to someone else (the self-fence). It lives in
  *   the session thread, next to the stream, so a handler that hogs the main
- *   thread cannot delay renewals or the fence (see DECISION-renewal-thread.md).
+ *   thread cannot delay renewals or the fence (see docs/decisions/0005-renewal-off-the-handler-thread.md).
  *   It does no I/O and reads no clock: callers pass monotonic `now` readings
  *   (`performance.now()` of the session thread), which keeps it unit-testable.
  *
@@ -80,6 +80,8 @@ export interface PendingOutcome {
   readonly result: ReportableResult;
   readonly error: string;
   readonly finishedAtMs: number;
+  /** The run's trace context, sent with the outcome (null or absent: none). */
+  readonly traceparent?: string | null;
 }
 
 /** Where a held lease is in its life; see the diagram at the top of the file. */

@@ -2,7 +2,7 @@
  * Entry point of the session worker thread: a thin shim that serves an
  * AgentSession on `parentPort`. All logic lives in session.ts. The main
  * thread loads the compiled form of this file (dist/session-worker.js); see
- * session-thread.ts and DECISION-renewal-thread.md.
+ * session-thread.ts and docs/decisions/0005-renewal-off-the-handler-thread.md.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { SessionConfig } from './session';

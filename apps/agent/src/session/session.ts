@@ -255,6 +255,7 @@ export class AgentSession {
           result: message.result,
           error: message.error,
           finishedAtMs: message.finishedAtMs,
+          traceparent: message.traceparent,
         });
         if (!held) {
           // Lost (or revoked) while the handler ran: the contract says report nothing.
@@ -625,7 +626,12 @@ export class AgentSession {
     if (lease === undefined) return;
     this.log('info', { lease: lease.id, task: lease.task, phase: lease.phase.kind, source }, 'run aborted by an operator: stopping it');
     if (lease.phase.kind === 'confirming') {
-      this.keeper.finishUnstarted(key, { result: 'cancelled', error: 'aborted by an operator before it started', finishedAtMs: Date.now() });
+      this.keeper.finishUnstarted(key, {
+        result: 'cancelled',
+        error: 'aborted by an operator before it started',
+        finishedAtMs: Date.now(),
+        traceparent: lease.phase.offer.traceparent ?? null,
+      });
       this.scheduleOutcomeFlush();
       return;
     }
@@ -673,6 +679,7 @@ export class AgentSession {
     const fenced = this.keeper.fenceExpired(now, {
       result: 'cancelled',
       error: 'self-fenced: the lease could not be renewed in time, so the handler was aborted',
+      traceparent: null,
       finishedAtMs: Date.now(),
     });
     for (const lease of fenced) this.lose(lease, 'trust-window', 'trust-window');

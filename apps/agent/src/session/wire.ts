@@ -57,6 +57,7 @@ export function offerOf(assignment: Assignment): LeaseOffer {
     maxAttempts: assignment.maxAttempts,
     timeoutMs: assignment.timeoutMs,
     scheduledForMs: assignment.scheduledFor === undefined ? null : timestampMs(assignment.scheduledFor),
+    traceparent: assignment.traceparent === '' ? null : assignment.traceparent,
   };
 }
 
@@ -119,5 +120,6 @@ export function leaseOutcomeOf(key: LeaseKey, outcome: PendingOutcome) {
     result: handlerResultOf(outcome.result),
     error: outcome.error,
     finishedAt: timestampFromMs(outcome.finishedAtMs),
+    traceparent: outcome.traceparent ?? '',
   };
 }

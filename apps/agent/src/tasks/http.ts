@@ -68,6 +68,7 @@ export function httpTask(allowHosts: readonly string[]): TaskHandler {
     headers.set('x-kairos-run-id', ctx.runId);
     headers.set('x-kairos-attempt', String(ctx.attempt));
     headers.set('x-kairos-fencing-token', String(ctx.fencingToken));
+    if (ctx.traceparent !== undefined) headers.set('traceparent', ctx.traceparent);
     const signal = request.timeoutMs === undefined ? ctx.signal : AbortSignal.any([ctx.signal, AbortSignal.timeout(request.timeoutMs)]);
     let response: Response;
     try {

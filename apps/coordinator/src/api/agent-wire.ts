@@ -67,7 +67,8 @@ export function toWireLease(lease: LeaseRef): Pick<WireLeaseRef, 'jobId' | 'leas
   return { jobId: lease.jobId, leaseGeneration: BigInt(lease.leaseGeneration) };
 }
 
-export function toAssignment(job: ClaimedJob, anchorSeq: bigint): Assignment {
+/** `traceparent`: the claim span's context (or the job's, passed through), empty when none. */
+export function toAssignment(job: ClaimedJob, anchorSeq: bigint, traceparent: string | null = job.traceParent): Assignment {
   return create(AssignmentSchema, {
     jobId: job.jobId,
     runId: String(job.runId),
@@ -80,6 +81,7 @@ export function toAssignment(job: ClaimedJob, anchorSeq: bigint): Assignment {
     timeoutMs: job.timeoutMs ?? 0,
     scheduledFor: timestampFromMs(job.scheduledForMs),
     anchorSeq,
+    traceparent: traceparent ?? '',
   });
 }
 

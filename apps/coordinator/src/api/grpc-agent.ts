@@ -26,8 +26,9 @@
  */
 import { status, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { undecodableReason, type AgentMessage, type CoordinatorMessage, type Hello } from '@kairos/proto';
-import { StoreUnavailableError, type LeaseRef } from '@kairos/store';
+import { undecodableReason, type AgentMessage, type CoordinatorMessage, type Hello, type LeaseOutcome } from '@kairos/proto';
+import { StoreUnavailableError, type CompleteResult, type LeaseRef } from '@kairos/store';
+import { NO_TRACING, type Tracing } from '@kairos/tracing';
 import type { CoordinatorOptions } from '../config';
 import { agentOf, createSession, leaseKey, type AgentInfo, type AgentSession, type CoordinatorMessageInit } from '../dispatch/agent-session';
 import type { Dispatcher } from '../dispatch/dispatcher';
@@ -64,6 +65,8 @@ export interface AgentStreamDeps {
   payloadSchemas: Pick<PayloadSchemas, 'advertise'>;
   /** Counts the advertised schemas refused. */
   onSchemaRefused: (count: number) => void;
+  /** A span per recorded outcome when tracing is on (libs/tracing). */
+  tracing?: Tracing;
 }
 
 type Call = ServerDuplexStream<AgentMessage, CoordinatorMessage | CoordinatorMessageInit>;
@@ -71,6 +74,7 @@ type Call = ServerDuplexStream<AgentMessage, CoordinatorMessage | CoordinatorMes
 export function connectHandler(deps: AgentStreamDeps) {
   const { dispatcher, options } = deps;
   const heartbeatIntervalMs = options.heartbeatIntervalMs;
+  const tracing = deps.tracing ?? NO_TRACING;
 
   return (call: Call) => {
     const session = createSession(call);
@@ -224,10 +228,17 @@ export function connectHandler(deps: AgentStreamDeps) {
           const outcomes = kind.value.outcomes.map(outcomeFromWire);
           const refused = outcomes.flatMap((outcome) => (outcome.kind === 'malformed' ? [malformedOutcomeAck(outcome)] : []));
           const reports = outcomes.flatMap((outcome): CompletionWithoutHolder[] => (outcome.kind === 'ok' ? [outcome.report] : []));
+          const spans = tracing.enabled ? reportSpans(tracing, kind.value.outcomes, agent.agentId) : undefined;
           dispatcher
             .complete(session, reports)
-            .then((results) => session.send({ kind: { case: 'outcomeAcks', value: { acks: [...results.map(outcomeAck), ...refused] } } }))
-            .catch(report('recording outcomes'));
+            .then((results) => {
+              spans?.end(results);
+              session.send({ kind: { case: 'outcomeAcks', value: { acks: [...results.map(outcomeAck), ...refused] } } });
+            })
+            .catch((error: unknown) => {
+              spans?.end([]);
+              report('recording outcomes')(error);
+            });
           return;
         }
         case 'release':
@@ -304,4 +315,28 @@ function refusal(error: unknown): [status, string] {
 
 function assertNever(value: never): never {
   throw new Error(`unexpected agent message ${JSON.stringify(value)}`);
+}
+
+/** A span per reported outcome (child of the agent's run span), ended with what the fence made of it. */
+function reportSpans(tracing: Tracing, outcomes: readonly LeaseOutcome[], agentId: string) {
+  const spans = new Map(
+    outcomes.map((outcome) => [
+      leaseKey(outcome.jobId, outcome.leaseGeneration),
+      tracing.startSpan('kairos.job.report', {
+        parent: outcome.traceparent === '' ? null : outcome.traceparent,
+        attributes: { 'kairos.job.id': outcome.jobId, 'kairos.lease.generation': Number(outcome.leaseGeneration), 'kairos.agent.id': agentId },
+      }),
+    ]),
+  );
+  return {
+    end(results: readonly CompleteResult[]) {
+      for (const result of results) {
+        const key = leaseKey(result.jobId, result.leaseGeneration);
+        spans.get(key)?.setAttributes({ 'kairos.report.result': result.kind, ...('runOutcome' in result ? { 'kairos.run.outcome': result.runOutcome } : {}) });
+        spans.get(key)?.end(result.kind === 'recorded' ? {} : { error: `outcome ${result.kind}` });
+        spans.delete(key);
+      }
+      for (const span of spans.values()) span.end({ error: 'not recorded' });
+    },
+  };
 }

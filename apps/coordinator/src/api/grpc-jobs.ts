@@ -21,7 +21,7 @@ import {
 } from '@kairos/proto';
 import type { AgentView } from './views';
 import type { Authenticator } from './auth';
-import { richStatus, unaryHandlers } from './grpc-unary';
+import { richStatus, traceparentOf, unaryHandlers } from './grpc-unary';
 import type { JobCommands, JobView, OccurrenceView, RunView } from './job-commands';
 import { ValidationError } from './validation';
 
@@ -39,12 +39,12 @@ export function jobServiceImplementation(deps: {
   const unary = unaryHandlers(deps.auth, deps.logger);
 
   return {
-    createJob: unary('write', async (req, namespace) => {
-      const result = await commands.create(namespace, createJobBody(req));
+    createJob: unary('write', async (req, namespace, _principal, metadata) => {
+      const result = await commands.create(namespace, createJobBody(req), traceparentOf(metadata));
       return { jobId: result.job.jobId, created: result.created, job: toJobMessage(result.job) };
     }),
-    createJobs: unary('write', async (req, namespace) => {
-      const results = await commands.createMany(namespace, req.jobs, createJobBody);
+    createJobs: unary('write', async (req, namespace, _principal, metadata) => {
+      const results = await commands.createMany(namespace, req.jobs, createJobBody, traceparentOf(metadata));
       return {
         results: results.map((result) =>
           result.kind === 'refused'

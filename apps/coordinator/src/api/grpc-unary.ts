@@ -34,7 +34,7 @@ export function unaryHandlers(auth: Authenticator, logger: Logger) {
   /** A unary handler that runs `work` in the caller's namespace once the caller holds `permission`. */
   return function unary<Req, Res>(
     permission: Permission,
-    work: (request: Req, namespace: string, principal: Principal) => Promise<Res>,
+    work: (request: Req, namespace: string, principal: Principal, metadata: Metadata) => Promise<Res>,
   ): UnaryHandler<Req, Res> {
     return (call, callback) => {
       const authorization = call.metadata.get('authorization')[0];
@@ -44,7 +44,7 @@ export function unaryHandlers(auth: Authenticator, logger: Logger) {
           authorize(principal, permission);
           const undecodable = undecodableReason(call.request);
           if (undecodable !== undefined) throw new ValidationError('body', `the request could not be decoded: ${undecodable}`);
-          return work(call.request, principal.namespace, principal);
+          return work(call.request, principal.namespace, principal, call.metadata);
         })
         .then(
           (response) => callback(null, response),
@@ -110,4 +110,10 @@ export function protoFieldPath(field: string): string {
 /** `text` with every character outside printable ASCII written as a \\uXXXX escape. */
 export function printableAscii(text: string): string {
   return text.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** The caller's W3C trace context, from a `traceparent` metadata entry (checked where it is used). */
+export function traceparentOf(metadata: Metadata): string | undefined {
+  const value = metadata.get('traceparent')[0];
+  return typeof value === 'string' ? value : undefined;
 }

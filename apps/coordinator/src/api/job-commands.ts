@@ -5,6 +5,7 @@
  */
 import { parseCron, previewOccurrences, type CronSchedule, type PreviewedOccurrence } from '@kairos/schedule';
 import { effectiveRetry, type JobRecord, type NewJob, type RetryPolicy, type RunRecord, type Store } from '@kairos/store';
+import { SpanKind, type Tracing } from '@kairos/tracing';
 import { ApiError, toApiError } from './errors';
 import type { PayloadSchemas } from './payload-schemas';
 import type { AbortView, BackfillView, JobView, PreviewView, RunView } from './views';
@@ -28,13 +29,14 @@ export type { AbortView, BackfillView, JobView, OccurrenceView, PreviewView, Run
 export type BatchItemResult = { kind: 'created' | 'existing'; jobId: string } | { kind: 'refused'; error: ApiError };
 
 export interface JobCommands {
-  create(namespace: string, body: unknown): Promise<{ created: boolean; job: JobView }>;
+  /** `traceparent`: the caller's W3C trace context (a header or metadata), if it sent one. */
+  create(namespace: string, body: unknown, traceparent?: string): Promise<{ created: boolean; job: JobView }>;
   /**
    * Creates up to LIMITS.batchJobs jobs in one transaction, each judged on its
    * own: answers in the items' order. `toBody` turns an item into a POST /jobs
    * body (gRPC converts a message); what it throws refuses that item only.
    */
-  createMany<T>(namespace: string, items: readonly T[], toBody: (item: T) => unknown): Promise<BatchItemResult[]>;
+  createMany<T>(namespace: string, items: readonly T[], toBody: (item: T) => unknown, traceparent?: string): Promise<BatchItemResult[]>;
   get(namespace: string, jobId: string): Promise<JobView>;
   list(namespace: string, query: Record<string, unknown>): Promise<{ jobs: JobView[]; nextCursor: string | null }>;
   cancel(namespace: string, jobId: string): Promise<void>;
@@ -75,10 +77,12 @@ export interface JobCommandDeps {
   retryDefaults: RetryPolicy;
   /** Payload checks against schemas agents advertised for SDK tasks. */
   payloadSchemas: Pick<PayloadSchemas, 'check'>;
+  /** Spans for creates; the create's trace context is stored with the job (libs/tracing). */
+  tracing: Tracing;
 }
 
 export function jobCommands(deps: JobCommandDeps): JobCommands {
-  const { store, onJobsDue, onAbort, payloadSchemas, retryDefaults } = deps;
+  const { store, onJobsDue, onAbort, payloadSchemas, retryDefaults, tracing } = deps;
   const jobView = (job: JobRecord) => toJobView(job, retryDefaults);
   /** The job, or not_found; `jobId` is the caller's (parsed here), named in the error as sent. */
   async function mustGetRecord(namespace: string, jobId: string): Promise<JobRecord> {
@@ -110,10 +114,17 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
   }
 
   return {
-    async create(namespace, body) {
+    async create(namespace, body, traceparent) {
       const input = parseCreateJob(body);
       await payloadSchemas.check(namespace, input.task, input.payload);
-      const result = await store.jobs.create({ namespace, ...input });
+      const span = tracing.startSpan('kairos.job.create', { parent: traceparent ?? null, kind: SpanKind.SERVER, attributes: { 'kairos.namespace': namespace, 'kairos.task': input.task } });
+      let result: Awaited<ReturnType<Store['jobs']['create']>>;
+      try {
+        result = await store.jobs.create({ namespace, ...input, traceParent: span.traceparent });
+        span.setAttributes(result.kind === 'conflict' ? { 'kairos.job.id': result.jobId } : { 'kairos.job.id': result.job.id, 'kairos.job.created': result.kind === 'created' });
+      } finally {
+        span.end();
+      }
       switch (result.kind) {
         case 'created':
           onJobsDue();
@@ -131,7 +142,7 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
           return assertNever(result);
       }
     },
-    async createMany(namespace, items, toBody) {
+    async createMany(namespace, items, toBody, traceparent) {
       checkBatchSize(items);
       const results: Array<BatchItemResult | null> = items.map(() => null);
       const accepted: Array<{ index: number; input: NewJob }> = [];
@@ -147,7 +158,10 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
           results[index] = { kind: 'refused', error: toApiError(error, () => undefined) };
         }
       }
-      const stored = await store.jobs.createMany(accepted.map((item) => item.input));
+      const span = tracing.startSpan('kairos.jobs.create_batch', { parent: traceparent ?? null, kind: SpanKind.SERVER, attributes: { 'kairos.namespace': namespace, 'kairos.batch.size': items.length } });
+      const stored = await store.jobs
+        .createMany(accepted.map((item) => ({ ...item.input, traceParent: span.traceparent })))
+        .finally(() => span.end());
       for (const [position, outcome] of stored.entries()) {
         const { index } = accepted[position]!;
         results[index] =

@@ -111,13 +111,13 @@ export function createRestServer(deps: {
   const namespaceFor = (request: FastifyRequest, permission: Permission): string => callerWith(request, permission).namespace;
 
   app.post('/jobs', async (request, reply) => {
-    const result = await commands.create(namespaceFor(request, 'write'), request.body);
+    const result = await commands.create(namespaceFor(request, 'write'), request.body, traceparentOf(request.headers));
     return reply.code(result.created ? 201 : 200).send({ jobId: result.job.jobId, created: result.created, job: result.job });
   });
   // `::` is fastify's escaped colon: the path is /jobs:batch (AIP-136 custom method style).
   app.post('/jobs::batch', { bodyLimit: LIMITS.batchBodyBytes }, async (request) => {
     const namespace = namespaceFor(request, 'write');
-    const results = await commands.createMany(namespace, parseCreateJobs(request.body), (item) => item);
+    const results = await commands.createMany(namespace, parseCreateJobs(request.body), (item) => item, traceparentOf(request.headers));
     return { results: results.map(batchItemJson) };
   });
   app.get<{ Params: { id: string } }>('/jobs/:id', async (request, reply) => {
@@ -223,4 +223,10 @@ function frameworkError(error: unknown, bodyLimit: number): { error: ApiError; s
 
 function send(reply: FastifyReply, error: ApiError, status = ERROR_TABLE[error.kind].http) {
   return reply.code(status).send(errorBody(error));
+}
+
+/** The caller's W3C trace context, when it sent exactly one `traceparent` header (checked where it is used). */
+function traceparentOf(headers: Record<string, string | string[] | undefined>): string | undefined {
+  const value = headers['traceparent'];
+  return typeof value === 'string' ? value : undefined;
 }

@@ -35,6 +35,7 @@
 import type { Logger } from 'pino';
 import { LeaseLostReason } from '@kairos/proto';
 import { StoreUnavailableError } from '@kairos/store';
+import { NO_TRACING, type Tracing } from '@kairos/tracing';
 import type {
   ClaimedJob,
   CompleteResult,
@@ -92,8 +93,11 @@ export function createDispatcher(deps: {
   metrics: Metrics;
   /** Called when an agent connects or leaves (presence publishes at once). */
   onSessionsChanged?: () => void;
+  /** A claim span per assigned run when tracing is on (libs/tracing). */
+  tracing?: Tracing;
 }): Dispatcher {
   const { store, options, logger, metrics } = deps;
+  const tracing = deps.tracing ?? NO_TRACING;
   const sessions = new Set<AgentSession>();
   const heartbeatIntervalMs = options.heartbeatIntervalMs;
   const lastAssigned = new WeakMap<AgentSession, number>();
@@ -213,8 +217,27 @@ export function createDispatcher(deps: {
     for (const job of claimed) {
       session.held.set(leaseKey(job.jobId, job.leaseGeneration), { ...toLeaseRef(job), seenAtMs, named: false });
     }
-    session.send({ kind: { case: 'assignments', value: { assignments: claimed.map((job) => toAssignment(job, anchorSeq)) } } });
+    const assignments = tracing.enabled ? claimed.map((job) => tracedAssignment(job, anchorSeq, agent.agentId)) : claimed.map((job) => toAssignment(job, anchorSeq));
+    session.send({ kind: { case: 'assignments', value: { assignments } } });
     if (claimed.length === free) again = true; // it may have more due; look again after this round
+  }
+
+  /** The assignment of a claimed run, with a span for its claim (child of the job's creation) whose context it carries. */
+  function tracedAssignment(job: ClaimedJob, anchorSeq: bigint, agentId: string) {
+    const span = tracing.startSpan('kairos.job.claim', {
+      parent: job.traceParent,
+      attributes: {
+        'kairos.job.id': job.jobId,
+        'kairos.run.id': job.runId,
+        'kairos.task': job.task,
+        'kairos.attempt': job.attempt,
+        'kairos.lease.generation': job.leaseGeneration,
+        'kairos.agent.id': agentId,
+        'kairos.dispatch_lag_ms': Math.max(0, job.claimedAtMs - job.dueAtMs),
+      },
+    });
+    span.end();
+    return toAssignment(job, anchorSeq, span.traceparent);
   }
 
   async function scheduleNextWake(): Promise<void> {

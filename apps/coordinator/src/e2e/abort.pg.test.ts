@@ -212,8 +212,9 @@ describe('abort a running run, end to end', () => {
   }, 60_000);
 
   it('survives a coordinator restart: an abort taken by another coordinator reaches the agent when it reconnects', async () => {
-    // A long lease: the agent's lease must outlive the restart.
-    const first = await cluster({ leaseMs: 10_000 });
+    // A long lease: the agent's lease must outlive the restart, two coordinator starts and the agent's
+    // reconnect, which on a loaded machine (a full suite on two cores) took more than 10 s.
+    const first = await cluster({ leaseMs: 30_000 });
     const grpcPort = Number(first.coordinator.grpcAddress.split(':')[1]);
     const agent = await first.startAgent('worker');
     const { body } = await first.api.createJob({ task: 'sleep', runAt: new Date().toISOString(), payload: { seconds: 60 } });
@@ -223,12 +224,12 @@ describe('abort a running run, end to end', () => {
     await first.coordinator.proc.exited;
 
     // A second coordinator takes the abort while the agent's coordinator is gone: nobody can revoke it now.
-    const other = await startCoordinatorProcess({ databaseUrl: db.url, auth: true, leaseMs: 10_000, name: 'other' });
+    const other = await startCoordinatorProcess({ databaseUrl: db.url, auth: true, leaseMs: 30_000, name: 'other' });
     const otherApi = restClient(other.httpUrl, first.writer.secret);
     expect((await otherApi.call('POST', `/jobs/${jobId}/abort`)).status).toBe(202);
 
     // The agent's coordinator comes back on its port; the agent re-announces the lease and learns of the abort.
-    await startCoordinatorProcess({ databaseUrl: db.url, auth: true, leaseMs: 10_000, grpcPort, name: 'restarted' });
+    await startCoordinatorProcess({ databaseUrl: db.url, auth: true, leaseMs: 30_000, grpcPort, name: 'restarted' });
     await untilJob(otherApi, jobId, (j) => j.state === 'CANCELLED', 'aborted after the restart', 30_000);
     expect((await runsOf(jobId)).map((r) => [r.outcome, r.worker_id])).toEqual([['CANCELLED', 'worker']]);
     expect(agent.lines.some((line) => line.msg === 'run aborted by an operator: stopping it')).toBe(true);

@@ -59,6 +59,8 @@ export interface ClaimedJob {
   /** When it became claimable (the occurrence, or a retry time), epoch ms. */
   dueAtMs: number;
   claimedAtMs: number;
+  /** W3C traceparent of the job's creation, for the claim's span (null: none). */
+  traceParent: string | null;
 }
 
 /**
@@ -103,14 +105,14 @@ WITH due AS MATERIALIZED (
     updated_at = ${NOW(1)}
   FROM due WHERE j.id = due.id
   RETURNING j.id, j.namespace, j.task, j.payload::text AS payload_json, j.attempt, j.max_attempts, j.lease_generation,
-            j.lease_until, j.timeout_ms, j.occurrence_at, j.next_run_at, j.next_reason
+            j.lease_until, j.timeout_ms, j.occurrence_at, j.next_run_at, j.next_reason, j.trace_parent
 ), inserted AS (
   INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, outcome, reason)
   SELECT id, attempt, lease_generation, occurrence_at, $4, ${CLOCK(1)}, 'RUNNING', next_reason FROM claimed
   RETURNING id, job_id
 )
 SELECT c.id, c.namespace, c.task, c.payload_json, c.attempt, c.max_attempts, c.lease_generation, c.timeout_ms,
-  i.id AS run_id,
+  c.trace_parent, i.id AS run_id,
   ${EPOCH_MS('c.lease_until')} AS lease_until_ms,
   ${EPOCH_MS('c.occurrence_at')} AS scheduled_for_ms,
   ${EPOCH_MS('c.next_run_at')} AS due_at_ms,
@@ -145,5 +147,6 @@ export async function claimDue(pool: Pool, request: ClaimRequest): Promise<Claim
     scheduledForMs: row.scheduled_for_ms,
     dueAtMs: row.due_at_ms,
     claimedAtMs: row.claimed_at_ms,
+    traceParent: row.trace_parent,
   }));
 }

@@ -738,7 +738,11 @@ type LeaseOutcome struct {
 	// When the handler finished, by the agent's wall clock. Informational
 	// only: never used for lease decisions; the run's recorded finished_at
 	// comes from the database. May be unset.
-	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	// W3C trace context of the run (the agent's run span, or the assignment's
+	// traceparent passed through), or empty: the coordinator's span recording
+	// the outcome is its child.
+	Traceparent   string `protobuf:"bytes,6,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -806,6 +810,13 @@ func (x *LeaseOutcome) GetFinishedAt() *timestamppb.Timestamp {
 		return x.FinishedAt
 	}
 	return nil
+}
+
+func (x *LeaseOutcome) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
 }
 
 // Sent by the agent to give back leases whose handler has NOT started, e.g.
@@ -1201,7 +1212,11 @@ type Assignment struct {
 	AnchorSeq uint64 `protobuf:"varint,11,opt,name=anchor_seq,json=anchorSeq,proto3" json:"anchor_seq,omitempty"`
 	// The job's payload as JSON text: always an object ("{}" when the job has
 	// none). The agent parses it once and hands the object to the handler.
-	PayloadJson   string `protobuf:"bytes,12,opt,name=payload_json,json=payloadJson,proto3" json:"payload_json,omitempty"`
+	PayloadJson string `protobuf:"bytes,12,opt,name=payload_json,json=payloadJson,proto3" json:"payload_json,omitempty"`
+	// W3C trace context of this run's claim (a `traceparent` header value), or
+	// empty. The agent's run span is its child, and the handler is given it
+	// (the http task sends it on); the outcome carries the run span's back.
+	Traceparent   string `protobuf:"bytes,13,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1309,6 +1324,13 @@ func (x *Assignment) GetAnchorSeq() uint64 {
 func (x *Assignment) GetPayloadJson() string {
 	if x != nil {
 		return x.PayloadJson
+	}
+	return ""
+}
+
+func (x *Assignment) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
 	}
 	return ""
 }
@@ -1807,14 +1829,15 @@ const file_kairos_v1_agent_proto_rawDesc = "" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12+\n" +
 	"\x06leases\x18\x02 \x03(\v2\x13.kairos.v1.LeaseRefR\x06leases\"?\n" +
 	"\bOutcomes\x123\n" +
-	"\boutcomes\x18\x01 \x03(\v2\x17.kairos.v1.LeaseOutcomeR\boutcomes\"\xd5\x01\n" +
+	"\boutcomes\x18\x01 \x03(\v2\x17.kairos.v1.LeaseOutcomeR\boutcomes\"\xf7\x01\n" +
 	"\fLeaseOutcome\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12)\n" +
 	"\x10lease_generation\x18\x02 \x01(\x04R\x0fleaseGeneration\x120\n" +
 	"\x06result\x18\x03 \x01(\x0e2\x18.kairos.v1.HandlerResultR\x06result\x12\x14\n" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12;\n" +
 	"\vfinished_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAt\"6\n" +
+	"finishedAt\x12 \n" +
+	"\vtraceparent\x18\x06 \x01(\tR\vtraceparent\"6\n" +
 	"\aRelease\x12+\n" +
 	"\x06leases\x18\x01 \x03(\v2\x13.kairos.v1.LeaseRefR\x06leases\"\n" +
 	"\n" +
@@ -1833,7 +1856,7 @@ const file_kairos_v1_agent_proto_rawDesc = "" +
 	"\blease_ms\x18\x02 \x01(\rR\aleaseMs\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x03 \x01(\rR\x13heartbeatIntervalMs\"F\n" +
 	"\vAssignments\x127\n" +
-	"\vassignments\x18\x01 \x03(\v2\x15.kairos.v1.AssignmentR\vassignments\"\x95\x03\n" +
+	"\vassignments\x18\x01 \x03(\v2\x15.kairos.v1.AssignmentR\vassignments\"\xb7\x03\n" +
 	"\n" +
 	"Assignment\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x15\n" +
@@ -1849,7 +1872,8 @@ const file_kairos_v1_agent_proto_rawDesc = "" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\fscheduledFor\x12\x1d\n" +
 	"\n" +
 	"anchor_seq\x18\v \x01(\x04R\tanchorSeq\x12!\n" +
-	"\fpayload_json\x18\f \x01(\tR\vpayloadJsonJ\x04\b\x04\x10\x05R\apayload\"R\n" +
+	"\fpayload_json\x18\f \x01(\tR\vpayloadJson\x12 \n" +
+	"\vtraceparent\x18\r \x01(\tR\vtraceparentJ\x04\b\x04\x10\x05R\apayload\"R\n" +
 	"\n" +
 	"RenewReply\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x122\n" +

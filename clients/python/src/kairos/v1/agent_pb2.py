@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15kairos/v1/agent.proto\x12\tkairos.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"4\n\x08LeaseRef\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10lease_generation\x18\x02 \x01(\x04\"\xdd\x01\n\x0c\x41gentMessage\x12!\n\x05hello\x18\x01 \x01(\x0b\x32\x10.kairos.v1.HelloH\x00\x12)\n\theartbeat\x18\x02 \x01(\x0b\x32\x14.kairos.v1.HeartbeatH\x00\x12\'\n\x08outcomes\x18\x03 \x01(\x0b\x32\x13.kairos.v1.OutcomesH\x00\x12%\n\x07release\x18\x04 \x01(\x0b\x32\x12.kairos.v1.ReleaseH\x00\x12\'\n\x08\x64raining\x18\x05 \x01(\x0b\x32\x13.kairos.v1.DrainingH\x00\x42\x06\n\x04kind\"\xac\x01\n\x05Hello\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\r\n\x05tasks\x18\x02 \x03(\t\x12\x10\n\x08\x63\x61pacity\x18\x03 \x01(\r\x12(\n\x0bheld_leases\x18\x04 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\x12\x0f\n\x07version\x18\x05 \x01(\t\x12\x35\n\x0fpayload_schemas\x18\x06 \x03(\x0b\x32\x1c.kairos.v1.TaskPayloadSchema\"6\n\x11TaskPayloadSchema\x12\x0c\n\x04task\x18\x01 \x01(\t\x12\x13\n\x0bjson_schema\x18\x02 \x01(\t\"=\n\tHeartbeat\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12#\n\x06leases\x18\x02 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\"5\n\x08Outcomes\x12)\n\x08outcomes\x18\x01 \x03(\x0b\x32\x17.kairos.v1.LeaseOutcome\"\xa2\x01\n\x0cLeaseOutcome\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10lease_generation\x18\x02 \x01(\x04\x12(\n\x06result\x18\x03 \x01(\x0e\x32\x18.kairos.v1.HandlerResult\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12/\n\x0b\x66inished_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\".\n\x07Release\x12#\n\x06leases\x18\x01 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\"\n\n\x08\x44raining\"\x98\x02\n\x12\x43oordinatorMessage\x12%\n\x07welcome\x18\x01 \x01(\x0b\x32\x12.kairos.v1.WelcomeH\x00\x12-\n\x0b\x61ssignments\x18\x02 \x01(\x0b\x32\x16.kairos.v1.AssignmentsH\x00\x12,\n\x0brenew_reply\x18\x03 \x01(\x0b\x32\x15.kairos.v1.RenewReplyH\x00\x12.\n\x0coutcome_acks\x18\x04 \x01(\x0b\x32\x16.kairos.v1.OutcomeAcksH\x00\x12#\n\x06revoke\x18\x05 \x01(\x0b\x32\x11.kairos.v1.RevokeH\x00\x12!\n\x05\x64rain\x18\x06 \x01(\x0b\x32\x10.kairos.v1.DrainH\x00\x42\x06\n\x04kind\"R\n\x07Welcome\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\t\x12\x10\n\x08lease_ms\x18\x02 \x01(\r\x12\x1d\n\x15heartbeat_interval_ms\x18\x03 \x01(\r\"9\n\x0b\x41ssignments\x12*\n\x0b\x61ssignments\x18\x01 \x03(\x0b\x32\x15.kairos.v1.Assignment\"\x97\x02\n\nAssignment\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x0c\n\x04task\x18\x03 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x05 \x01(\r\x12\x14\n\x0cmax_attempts\x18\x06 \x01(\r\x12\x18\n\x10lease_generation\x18\x07 \x01(\x04\x12\x1a\n\x12lease_remaining_ms\x18\x08 \x01(\r\x12\x12\n\ntimeout_ms\x18\t \x01(\r\x12\x31\n\rscheduled_for\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nanchor_seq\x18\x0b \x01(\x04\x12\x14\n\x0cpayload_json\x18\x0c \x01(\tJ\x04\x08\x04\x10\x05R\x07payload\"C\n\nRenewReply\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12(\n\x08statuses\x18\x02 \x03(\x0b\x32\x16.kairos.v1.LeaseStatus\"\x97\x01\n\x0bLeaseStatus\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10lease_generation\x18\x02 \x01(\x04\x12\x16\n\x0cremaining_ms\x18\x03 \x01(\rH\x00\x12$\n\x04lost\x18\x04 \x01(\x0b\x32\x14.kairos.v1.LeaseLostH\x00\x12\x17\n\x0f\x61\x62ort_requested\x18\x05 \x01(\x08\x42\x07\n\x05state\"7\n\tLeaseLost\x12*\n\x06reason\x18\x01 \x01(\x0e\x32\x1a.kairos.v1.LeaseLostReason\"2\n\x0bOutcomeAcks\x12#\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x15.kairos.v1.OutcomeAck\"c\n\nOutcomeAck\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10lease_generation\x18\x02 \x01(\x04\x12+\n\x06result\x18\x03 \x01(\x0e\x32\x1b.kairos.v1.OutcomeAckResult\"Y\n\x06Revoke\x12#\n\x06leases\x18\x01 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\x12*\n\x06reason\x18\x02 \x01(\x0e\x32\x1a.kairos.v1.LeaseLostReason\"\x19\n\x05\x44rain\x12\x10\n\x08grace_ms\x18\x01 \x01(\r*\xa4\x01\n\rHandlerResult\x12\x1e\n\x1aHANDLER_RESULT_UNSPECIFIED\x10\x00\x12\x1c\n\x18HANDLER_RESULT_SUCCEEDED\x10\x01\x12\x19\n\x15HANDLER_RESULT_FAILED\x10\x02\x12\x1c\n\x18HANDLER_RESULT_TIMED_OUT\x10\x03\x12\x1c\n\x18HANDLER_RESULT_CANCELLED\x10\x04*\xbd\x01\n\x0fLeaseLostReason\x12!\n\x1dLEASE_LOST_REASON_UNSPECIFIED\x10\x00\x12&\n\"LEASE_LOST_REASON_STALE_GENERATION\x10\x01\x12\x1d\n\x19LEASE_LOST_REASON_EXPIRED\x10\x02\x12\x1f\n\x1bLEASE_LOST_REASON_CANCELLED\x10\x03\x12\x1f\n\x1bLEASE_LOST_REASON_NOT_FOUND\x10\x04*u\n\x10OutcomeAckResult\x12\"\n\x1eOUTCOME_ACK_RESULT_UNSPECIFIED\x10\x00\x12\x1f\n\x1bOUTCOME_ACK_RESULT_RECORDED\x10\x01\x12\x1c\n\x18OUTCOME_ACK_RESULT_STALE\x10\x02\x32U\n\x0c\x41gentService\x12\x45\n\x07\x43onnect\x12\x17.kairos.v1.AgentMessage\x1a\x1d.kairos.v1.CoordinatorMessage(\x01\x30\x01\x42l\n\rdev.kairos.v1B\nAgentProtoP\x01Z(kairos.dev/client/gen/kairos/v1;kairosv1\xaa\x02\tKairos.V1\xca\x02\tKairos\\V1\xea\x02\nKairos::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15kairos/v1/agent.proto\x12\tkairos.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"4\n\x08LeaseRef\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10lease_generation\x18\x02 \x01(\x04\"\xdd\x01\n\x0c\x41gentMessage\x12!\n\x05hello\x18\x01 \x01(\x0b\x32\x10.kairos.v1.HelloH\x00\x12)\n\theartbeat\x18\x02 \x01(\x0b\x32\x14.kairos.v1.HeartbeatH\x00\x12\'\n\x08outcomes\x18\x03 \x01(\x0b\x32\x13.kairos.v1.OutcomesH\x00\x12%\n\x07release\x18\x04 \x01(\x0b\x32\x12.kairos.v1.ReleaseH\x00\x12\'\n\x08\x64raining\x18\x05 \x01(\x0b\x32\x13.kairos.v1.DrainingH\x00\x42\x06\n\x04kind\"\xac\x01\n\x05Hello\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\r\n\x05tasks\x18\x02 \x03(\t\x12\x10\n\x08\x63\x61pacity\x18\x03 \x01(\r\x12(\n\x0bheld_leases\x18\x04 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\x12\x0f\n\x07version\x18\x05 \x01(\t\x12\x35\n\x0fpayload_schemas\x18\x06 \x03(\x0b\x32\x1c.kairos.v1.TaskPayloadSchema\"6\n\x11TaskPayloadSchema\x12\x0c\n\x04task\x18\x01 \x01(\t\x12\x13\n\x0bjson_schema\x18\x02 \x01(\t\"=\n\tHeartbeat\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12#\n\x06leases\x18\x02 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\"5\n\x08Outcomes\x12)\n\x08outcomes\x18\x01 \x03(\x0b\x32\x17.kairos.v1.LeaseOutcome\"\xb7\x01\n\x0cLeaseOutcome\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10lease_generation\x18\x02 \x01(\x04\x12(\n\x06result\x18\x03 \x01(\x0e\x32\x18.kairos.v1.HandlerResult\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12/\n\x0b\x66inished_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0btraceparent\x18\x06 \x01(\t\".\n\x07Release\x12#\n\x06leases\x18\x01 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\"\n\n\x08\x44raining\"\x98\x02\n\x12\x43oordinatorMessage\x12%\n\x07welcome\x18\x01 \x01(\x0b\x32\x12.kairos.v1.WelcomeH\x00\x12-\n\x0b\x61ssignments\x18\x02 \x01(\x0b\x32\x16.kairos.v1.AssignmentsH\x00\x12,\n\x0brenew_reply\x18\x03 \x01(\x0b\x32\x15.kairos.v1.RenewReplyH\x00\x12.\n\x0coutcome_acks\x18\x04 \x01(\x0b\x32\x16.kairos.v1.OutcomeAcksH\x00\x12#\n\x06revoke\x18\x05 \x01(\x0b\x32\x11.kairos.v1.RevokeH\x00\x12!\n\x05\x64rain\x18\x06 \x01(\x0b\x32\x10.kairos.v1.DrainH\x00\x42\x06\n\x04kind\"R\n\x07Welcome\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\t\x12\x10\n\x08lease_ms\x18\x02 \x01(\r\x12\x1d\n\x15heartbeat_interval_ms\x18\x03 \x01(\r\"9\n\x0b\x41ssignments\x12*\n\x0b\x61ssignments\x18\x01 \x03(\x0b\x32\x15.kairos.v1.Assignment\"\xac\x02\n\nAssignment\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x0c\n\x04task\x18\x03 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x05 \x01(\r\x12\x14\n\x0cmax_attempts\x18\x06 \x01(\r\x12\x18\n\x10lease_generation\x18\x07 \x01(\x04\x12\x1a\n\x12lease_remaining_ms\x18\x08 \x01(\r\x12\x12\n\ntimeout_ms\x18\t \x01(\r\x12\x31\n\rscheduled_for\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nanchor_seq\x18\x0b \x01(\x04\x12\x14\n\x0cpayload_json\x18\x0c \x01(\t\x12\x13\n\x0btraceparent\x18\r \x01(\tJ\x04\x08\x04\x10\x05R\x07payload\"C\n\nRenewReply\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12(\n\x08statuses\x18\x02 \x03(\x0b\x32\x16.kairos.v1.LeaseStatus\"\x97\x01\n\x0bLeaseStatus\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10lease_generation\x18\x02 \x01(\x04\x12\x16\n\x0cremaining_ms\x18\x03 \x01(\rH\x00\x12$\n\x04lost\x18\x04 \x01(\x0b\x32\x14.kairos.v1.LeaseLostH\x00\x12\x17\n\x0f\x61\x62ort_requested\x18\x05 \x01(\x08\x42\x07\n\x05state\"7\n\tLeaseLost\x12*\n\x06reason\x18\x01 \x01(\x0e\x32\x1a.kairos.v1.LeaseLostReason\"2\n\x0bOutcomeAcks\x12#\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x15.kairos.v1.OutcomeAck\"c\n\nOutcomeAck\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10lease_generation\x18\x02 \x01(\x04\x12+\n\x06result\x18\x03 \x01(\x0e\x32\x1b.kairos.v1.OutcomeAckResult\"Y\n\x06Revoke\x12#\n\x06leases\x18\x01 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\x12*\n\x06reason\x18\x02 \x01(\x0e\x32\x1a.kairos.v1.LeaseLostReason\"\x19\n\x05\x44rain\x12\x10\n\x08grace_ms\x18\x01 \x01(\r*\xa4\x01\n\rHandlerResult\x12\x1e\n\x1aHANDLER_RESULT_UNSPECIFIED\x10\x00\x12\x1c\n\x18HANDLER_RESULT_SUCCEEDED\x10\x01\x12\x19\n\x15HANDLER_RESULT_FAILED\x10\x02\x12\x1c\n\x18HANDLER_RESULT_TIMED_OUT\x10\x03\x12\x1c\n\x18HANDLER_RESULT_CANCELLED\x10\x04*\xbd\x01\n\x0fLeaseLostReason\x12!\n\x1dLEASE_LOST_REASON_UNSPECIFIED\x10\x00\x12&\n\"LEASE_LOST_REASON_STALE_GENERATION\x10\x01\x12\x1d\n\x19LEASE_LOST_REASON_EXPIRED\x10\x02\x12\x1f\n\x1bLEASE_LOST_REASON_CANCELLED\x10\x03\x12\x1f\n\x1bLEASE_LOST_REASON_NOT_FOUND\x10\x04*u\n\x10OutcomeAckResult\x12\"\n\x1eOUTCOME_ACK_RESULT_UNSPECIFIED\x10\x00\x12\x1f\n\x1bOUTCOME_ACK_RESULT_RECORDED\x10\x01\x12\x1c\n\x18OUTCOME_ACK_RESULT_STALE\x10\x02\x32U\n\x0c\x41gentService\x12\x45\n\x07\x43onnect\x12\x17.kairos.v1.AgentMessage\x1a\x1d.kairos.v1.CoordinatorMessage(\x01\x30\x01\x42l\n\rdev.kairos.v1B\nAgentProtoP\x01Z(kairos.dev/client/gen/kairos/v1;kairosv1\xaa\x02\tKairos.V1\xca\x02\tKairos\\V1\xea\x02\nKairos::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,12 +33,12 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'kairos.v1.agent_pb2', _glob
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\rdev.kairos.v1B\nAgentProtoP\001Z(kairos.dev/client/gen/kairos/v1;kairosv1\252\002\tKairos.V1\312\002\tKairos\\V1\352\002\nKairos::V1'
-  _globals['_HANDLERRESULT']._serialized_start=2181
-  _globals['_HANDLERRESULT']._serialized_end=2345
-  _globals['_LEASELOSTREASON']._serialized_start=2348
-  _globals['_LEASELOSTREASON']._serialized_end=2537
-  _globals['_OUTCOMEACKRESULT']._serialized_start=2539
-  _globals['_OUTCOMEACKRESULT']._serialized_end=2656
+  _globals['_HANDLERRESULT']._serialized_start=2223
+  _globals['_HANDLERRESULT']._serialized_end=2387
+  _globals['_LEASELOSTREASON']._serialized_start=2390
+  _globals['_LEASELOSTREASON']._serialized_end=2579
+  _globals['_OUTCOMEACKRESULT']._serialized_start=2581
+  _globals['_OUTCOMEACKRESULT']._serialized_end=2698
   _globals['_LEASEREF']._serialized_start=69
   _globals['_LEASEREF']._serialized_end=121
   _globals['_AGENTMESSAGE']._serialized_start=124
@@ -52,33 +52,33 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_OUTCOMES']._serialized_start=641
   _globals['_OUTCOMES']._serialized_end=694
   _globals['_LEASEOUTCOME']._serialized_start=697
-  _globals['_LEASEOUTCOME']._serialized_end=859
-  _globals['_RELEASE']._serialized_start=861
-  _globals['_RELEASE']._serialized_end=907
-  _globals['_DRAINING']._serialized_start=909
-  _globals['_DRAINING']._serialized_end=919
-  _globals['_COORDINATORMESSAGE']._serialized_start=922
-  _globals['_COORDINATORMESSAGE']._serialized_end=1202
-  _globals['_WELCOME']._serialized_start=1204
-  _globals['_WELCOME']._serialized_end=1286
-  _globals['_ASSIGNMENTS']._serialized_start=1288
-  _globals['_ASSIGNMENTS']._serialized_end=1345
-  _globals['_ASSIGNMENT']._serialized_start=1348
-  _globals['_ASSIGNMENT']._serialized_end=1627
-  _globals['_RENEWREPLY']._serialized_start=1629
-  _globals['_RENEWREPLY']._serialized_end=1696
-  _globals['_LEASESTATUS']._serialized_start=1699
-  _globals['_LEASESTATUS']._serialized_end=1850
-  _globals['_LEASELOST']._serialized_start=1852
-  _globals['_LEASELOST']._serialized_end=1907
-  _globals['_OUTCOMEACKS']._serialized_start=1909
-  _globals['_OUTCOMEACKS']._serialized_end=1959
-  _globals['_OUTCOMEACK']._serialized_start=1961
-  _globals['_OUTCOMEACK']._serialized_end=2060
-  _globals['_REVOKE']._serialized_start=2062
-  _globals['_REVOKE']._serialized_end=2151
-  _globals['_DRAIN']._serialized_start=2153
-  _globals['_DRAIN']._serialized_end=2178
-  _globals['_AGENTSERVICE']._serialized_start=2658
-  _globals['_AGENTSERVICE']._serialized_end=2743
+  _globals['_LEASEOUTCOME']._serialized_end=880
+  _globals['_RELEASE']._serialized_start=882
+  _globals['_RELEASE']._serialized_end=928
+  _globals['_DRAINING']._serialized_start=930
+  _globals['_DRAINING']._serialized_end=940
+  _globals['_COORDINATORMESSAGE']._serialized_start=943
+  _globals['_COORDINATORMESSAGE']._serialized_end=1223
+  _globals['_WELCOME']._serialized_start=1225
+  _globals['_WELCOME']._serialized_end=1307
+  _globals['_ASSIGNMENTS']._serialized_start=1309
+  _globals['_ASSIGNMENTS']._serialized_end=1366
+  _globals['_ASSIGNMENT']._serialized_start=1369
+  _globals['_ASSIGNMENT']._serialized_end=1669
+  _globals['_RENEWREPLY']._serialized_start=1671
+  _globals['_RENEWREPLY']._serialized_end=1738
+  _globals['_LEASESTATUS']._serialized_start=1741
+  _globals['_LEASESTATUS']._serialized_end=1892
+  _globals['_LEASELOST']._serialized_start=1894
+  _globals['_LEASELOST']._serialized_end=1949
+  _globals['_OUTCOMEACKS']._serialized_start=1951
+  _globals['_OUTCOMEACKS']._serialized_end=2001
+  _globals['_OUTCOMEACK']._serialized_start=2003
+  _globals['_OUTCOMEACK']._serialized_end=2102
+  _globals['_REVOKE']._serialized_start=2104
+  _globals['_REVOKE']._serialized_end=2193
+  _globals['_DRAIN']._serialized_start=2195
+  _globals['_DRAIN']._serialized_end=2220
+  _globals['_AGENTSERVICE']._serialized_start=2700
+  _globals['_AGENTSERVICE']._serialized_end=2785
 # @@protoc_insertion_point(module_scope)

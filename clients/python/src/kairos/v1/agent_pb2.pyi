@@ -106,18 +106,20 @@ class Outcomes(_message.Message):
     def __init__(self, outcomes: _Optional[_Iterable[_Union[LeaseOutcome, _Mapping]]] = ...) -> None: ...
 
 class LeaseOutcome(_message.Message):
-    __slots__ = ("job_id", "lease_generation", "result", "error", "finished_at")
+    __slots__ = ("job_id", "lease_generation", "result", "error", "finished_at", "traceparent")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_GENERATION_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     lease_generation: int
     result: HandlerResult
     error: str
     finished_at: _timestamp_pb2.Timestamp
-    def __init__(self, job_id: _Optional[str] = ..., lease_generation: _Optional[int] = ..., result: _Optional[_Union[HandlerResult, str]] = ..., error: _Optional[str] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    traceparent: str
+    def __init__(self, job_id: _Optional[str] = ..., lease_generation: _Optional[int] = ..., result: _Optional[_Union[HandlerResult, str]] = ..., error: _Optional[str] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., traceparent: _Optional[str] = ...) -> None: ...
 
 class Release(_message.Message):
     __slots__ = ("leases",)
@@ -162,7 +164,7 @@ class Assignments(_message.Message):
     def __init__(self, assignments: _Optional[_Iterable[_Union[Assignment, _Mapping]]] = ...) -> None: ...
 
 class Assignment(_message.Message):
-    __slots__ = ("job_id", "run_id", "task", "attempt", "max_attempts", "lease_generation", "lease_remaining_ms", "timeout_ms", "scheduled_for", "anchor_seq", "payload_json")
+    __slots__ = ("job_id", "run_id", "task", "attempt", "max_attempts", "lease_generation", "lease_remaining_ms", "timeout_ms", "scheduled_for", "anchor_seq", "payload_json", "traceparent")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
@@ -174,6 +176,7 @@ class Assignment(_message.Message):
     SCHEDULED_FOR_FIELD_NUMBER: _ClassVar[int]
     ANCHOR_SEQ_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_JSON_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     run_id: str
     task: str
@@ -185,7 +188,8 @@ class Assignment(_message.Message):
     scheduled_for: _timestamp_pb2.Timestamp
     anchor_seq: int
     payload_json: str
-    def __init__(self, job_id: _Optional[str] = ..., run_id: _Optional[str] = ..., task: _Optional[str] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., lease_generation: _Optional[int] = ..., lease_remaining_ms: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., anchor_seq: _Optional[int] = ..., payload_json: _Optional[str] = ...) -> None: ...
+    traceparent: str
+    def __init__(self, job_id: _Optional[str] = ..., run_id: _Optional[str] = ..., task: _Optional[str] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., lease_generation: _Optional[int] = ..., lease_remaining_ms: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., anchor_seq: _Optional[int] = ..., payload_json: _Optional[str] = ..., traceparent: _Optional[str] = ...) -> None: ...
 
 class RenewReply(_message.Message):
     __slots__ = ("seq", "statuses")
