@@ -78,7 +78,8 @@ CREATE TABLE jobs (
   CONSTRAINT jobs_pkey PRIMARY KEY (id),
   CONSTRAINT jobs_retry_sane CHECK ((((retry_initial_ms IS NULL) OR (retry_initial_ms >= 0)) AND ((retry_max_ms IS NULL) OR (retry_max_ms >= 0)) AND ((retry_multiplier IS NULL) OR (retry_multiplier >= (1)::double precision)) AND ((retry_jitter IS NULL) OR ((retry_jitter >= (0)::double precision) AND (retry_jitter <= (1)::double precision))) AND (start_jitter_ms >= 0))),
   CONSTRAINT jobs_schedule_xor_run_at CHECK (((schedule IS NULL) <> (run_at IS NULL))),
-  CONSTRAINT jobs_timeout_positive CHECK (((timeout_ms IS NULL) OR (timeout_ms > 0)))
+  CONSTRAINT jobs_timeout_positive CHECK (((timeout_ms IS NULL) OR (timeout_ms > 0))),
+  CONSTRAINT jobs_webhook_dead TRIGGER DEFERRABLE INITIALLY DEFERRED
 );
 
 CREATE INDEX jobs_claimed_lease_until_idx ON public.jobs USING btree (lease_until) WHERE (state = 'CLAIMED'::kairos_job_state);
@@ -86,6 +87,7 @@ CREATE INDEX jobs_due_next_run_at_idx ON public.jobs USING btree (next_run_at) W
 CREATE UNIQUE INDEX jobs_idempotency_key_idx ON public.jobs USING btree (namespace, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
 CREATE TRIGGER jobs_notify_due AFTER INSERT OR UPDATE OF state, next_run_at ON public.jobs FOR EACH ROW WHEN ((new.state = 'DUE'::kairos_job_state)) EXECUTE FUNCTION kairos_notify_due();
+CREATE CONSTRAINT TRIGGER jobs_webhook_dead AFTER UPDATE OF state ON public.jobs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((new.state = 'DEAD'::kairos_job_state) AND (old.state IS DISTINCT FROM 'DEAD'::kairos_job_state))) EXECUTE FUNCTION kairos_webhook_job_dead();
 
 CREATE TABLE kairos_migrations (
   version integer NOT NULL,
@@ -109,10 +111,15 @@ CREATE TABLE runs (
   reason text,
   CONSTRAINT runs_finished_unless_running CHECK (((outcome = 'RUNNING'::kairos_run_outcome) = (finished_at IS NULL))),
   CONSTRAINT runs_generation_matches_outcome CHECK (((lease_generation IS NULL) = (outcome = 'SKIPPED'::kairos_run_outcome))),
-  CONSTRAINT runs_pkey PRIMARY KEY (id)
+  CONSTRAINT runs_pkey PRIMARY KEY (id),
+  CONSTRAINT runs_webhook_failed TRIGGER DEFERRABLE INITIALLY DEFERRED,
+  CONSTRAINT runs_webhook_missed TRIGGER DEFERRABLE INITIALLY DEFERRED
 ) WITH (fillfactor=70);
 
 CREATE UNIQUE INDEX runs_job_generation_idx ON public.runs USING btree (job_id, lease_generation);
+
+CREATE CONSTRAINT TRIGGER runs_webhook_failed AFTER UPDATE OF outcome ON public.runs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((new.outcome = ANY (ARRAY['FAILED'::kairos_run_outcome, 'TIMED_OUT'::kairos_run_outcome, 'LEASE_EXPIRED'::kairos_run_outcome])) AND (old.outcome = 'RUNNING'::kairos_run_outcome) AND (new.aborted_by IS NULL))) EXECUTE FUNCTION kairos_webhook_run();
+CREATE CONSTRAINT TRIGGER runs_webhook_missed AFTER INSERT ON public.runs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((new.outcome = 'SKIPPED'::kairos_run_outcome)) EXECUTE FUNCTION kairos_webhook_run();
 
 CREATE TABLE task_schemas (
   namespace text NOT NULL,
@@ -139,12 +146,109 @@ CREATE TABLE tokens (
 
 CREATE UNIQUE INDEX tokens_secret_hash_idx ON public.tokens USING btree (secret_hash);
 
+CREATE TABLE webhook_deliveries (
+  id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+  webhook_id uuid NOT NULL,
+  namespace text NOT NULL,
+  event text NOT NULL,
+  job_id uuid NOT NULL,
+  run_id bigint,
+  body jsonb NOT NULL,
+  state text DEFAULT 'pending'::text NOT NULL,
+  attempts integer DEFAULT 0 NOT NULL,
+  next_attempt_at timestamp with time zone DEFAULT now() NOT NULL,
+  locked_until timestamp with time zone,
+  last_status integer,
+  last_error text,
+  created_at timestamp with time zone DEFAULT now() NOT NULL,
+  delivered_at timestamp with time zone,
+  CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (id),
+  CONSTRAINT webhook_deliveries_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text]))),
+  CONSTRAINT webhook_deliveries_webhook_id_fkey FOREIGN KEY (webhook_id) REFERENCES webhooks(id) ON DELETE CASCADE
+);
+
+CREATE INDEX webhook_deliveries_pending_idx ON public.webhook_deliveries USING btree (next_attempt_at) WHERE (state = 'pending'::text);
+CREATE INDEX webhook_deliveries_webhook_idx ON public.webhook_deliveries USING btree (webhook_id, id);
+
+CREATE TABLE webhooks (
+  id uuid NOT NULL,
+  namespace text NOT NULL,
+  url text NOT NULL,
+  secret text NOT NULL,
+  events text[] NOT NULL,
+  job_id uuid,
+  description text,
+  created_at timestamp with time zone DEFAULT now() NOT NULL,
+  CONSTRAINT webhooks_events_check CHECK (((events <> '{}'::text[]) AND (events <@ ARRAY['job.dead'::text, 'occurrence.failed'::text, 'occurrence.missed'::text]))),
+  CONSTRAINT webhooks_pkey PRIMARY KEY (id)
+);
+
+CREATE INDEX webhooks_namespace_idx ON public.webhooks USING btree (namespace);
+
 CREATE OR REPLACE FUNCTION public.kairos_notify_due()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
 BEGIN
   PERFORM pg_notify('kairos_due', '');
+  RETURN NULL;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION public.kairos_queue_webhook(p_event text, p_job_id uuid, p_run_id bigint, p_details jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  j record;
+BEGIN
+  SELECT id, namespace, name, task, schedule, state, attempt, max_attempts INTO j FROM jobs WHERE id = p_job_id;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  INSERT INTO webhook_deliveries (webhook_id, namespace, event, job_id, run_id, body)
+  SELECT w.id, j.namespace, p_event, j.id, p_run_id,
+         jsonb_build_object(
+           'event', p_event,
+           'occurredAt', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+           'namespace', j.namespace,
+           'job', jsonb_build_object('id', j.id, 'name', j.name, 'task', j.task, 'schedule', j.schedule,
+                                     'state', j.state, 'maxAttempts', j.max_attempts)
+         ) || p_details
+  FROM webhooks w
+  WHERE w.namespace = j.namespace AND p_event = ANY (w.events) AND (w.job_id IS NULL OR w.job_id = j.id);
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION public.kairos_webhook_job_dead()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  -- The run that ended it (closed by the same transaction: the trigger runs at its commit).
+  PERFORM kairos_queue_webhook('job.dead', NEW.id, NULL, jsonb_build_object('lastRun', (
+    SELECT jsonb_build_object('id', r.id, 'attempt', r.attempt, 'outcome', r.outcome, 'error', r.error)
+    FROM runs r WHERE r.job_id = NEW.id ORDER BY r.id DESC LIMIT 1)));
+  RETURN NULL;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION public.kairos_webhook_run()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  details jsonb;
+BEGIN
+  details := jsonb_build_object('run', jsonb_build_object(
+    'id', NEW.id, 'attempt', NEW.attempt, 'outcome', NEW.outcome, 'scheduledFor',
+    to_char(NEW.scheduled_for AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+    'workerId', NEW.worker_id, 'leaseGeneration', NEW.lease_generation, 'error', NEW.error, 'reason', NEW.reason));
+  IF NEW.outcome = 'SKIPPED' THEN
+    PERFORM kairos_queue_webhook('occurrence.missed', NEW.job_id, NEW.id, details);
+  ELSIF NEW.attempt >= (SELECT max_attempts FROM jobs WHERE id = NEW.job_id) THEN
+    PERFORM kairos_queue_webhook('occurrence.failed', NEW.job_id, NEW.id, details);
+  END IF;
   RETURN NULL;
 END;
 $function$;

@@ -4,13 +4,14 @@
  * instead of exiting, so runCli decides the exit code.
  */
 import { Command } from 'commander';
-import { registerAgentsCommand } from './commands/agents';
+import { registerAgentsCommand, registerWhoamiCommand } from './commands/agents';
 import { registerJobCommands } from './commands/jobs';
 import { registerProcessCommands } from './commands/processes';
 import type { ProcessModules } from './commands/process-modules';
 import { registerRunsCommand } from './commands/runs';
 import { registerScheduleCommands } from './commands/schedule';
 import { registerTokenCommands } from './commands/tokens';
+import { registerWebhookCommands } from './commands/webhooks';
 import { DEFAULT_ADDRESS } from './context';
 import type { CliIo } from './io';
 
@@ -47,7 +48,9 @@ export function buildProgram(io: CliIo, modules: ProcessModules): Command {
   registerScheduleCommands(program, jobs, io);
   registerRunsCommand(program, io);
   registerAgentsCommand(program, io);
+  registerWhoamiCommand(program, io);
   registerProcessCommands(program, io, modules);
   registerTokenCommands(program, io, modules);
+  registerWebhookCommands(program, io);
   return program;
 }

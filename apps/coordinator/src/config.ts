@@ -43,6 +43,12 @@ const schema = z
     KAIROS_REBALANCE: flag.default(true),
     KAIROS_MIGRATE: flag.default(true),
     KAIROS_DEMAND_HORIZON_MS: positiveMs.max(86_400_000).default(300_000),
+    KAIROS_WEBHOOK_POLL_MS: positiveMs.min(50).default(1_000),
+    KAIROS_WEBHOOK_TIMEOUT_MS: positiveMs.max(300_000).default(10_000),
+    KAIROS_WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(12),
+    KAIROS_WEBHOOK_RETRY_BASE_MS: positiveMs.default(5_000),
+    KAIROS_WEBHOOK_RETRY_CAP_MS: positiveMs.default(3_600_000),
+    KAIROS_WEBHOOK_ALLOW_HOSTS: z.string().default(''),
     KAIROS_TASK_SCHEMA_TTL_MS: z.coerce.number().int().min(0).default(7 * 86_400_000),
     KAIROS_TLS_CERT: z.string().min(1).optional(),
     KAIROS_TLS_KEY: z.string().min(1).optional(),
@@ -133,6 +139,16 @@ export interface CoordinatorOptions {
   migrate: boolean;
   /** How far ahead kairos_jobs_demand counts DUE jobs (KAIROS_DEMAND_HORIZON_MS, default 5 min). */
   demandHorizonMs: number;
+  /** Webhook deliveries (KAIROS_WEBHOOK_*): docs/operations.md "Webhooks". */
+  webhooks: {
+    pollMs: number;
+    timeoutMs: number;
+    maxAttempts: number;
+    retryBaseMs: number;
+    retryCapMs: number;
+    /** Hosts (host or host:port) webhooks may call; empty: any. */
+    allowHosts: string[];
+  };
   /** SDK payload schemas no agent advertised for this long are forgotten (0: kept forever). */
   taskSchemaTtlMs: number | null;
   /** First quarantine of an agent that takes leases and never renews them; doubles each time. */
@@ -223,6 +239,14 @@ export function coordinatorOptionsFromEnv(
     rebalance: e.KAIROS_REBALANCE,
     migrate: e.KAIROS_MIGRATE,
     demandHorizonMs: e.KAIROS_DEMAND_HORIZON_MS,
+    webhooks: {
+      pollMs: e.KAIROS_WEBHOOK_POLL_MS,
+      timeoutMs: e.KAIROS_WEBHOOK_TIMEOUT_MS,
+      maxAttempts: e.KAIROS_WEBHOOK_MAX_ATTEMPTS,
+      retryBaseMs: e.KAIROS_WEBHOOK_RETRY_BASE_MS,
+      retryCapMs: Math.max(e.KAIROS_WEBHOOK_RETRY_CAP_MS, e.KAIROS_WEBHOOK_RETRY_BASE_MS),
+      allowHosts: e.KAIROS_WEBHOOK_ALLOW_HOSTS.split(',').map((host) => host.trim()).filter((host) => host !== ''),
+    },
     taskSchemaTtlMs: e.KAIROS_TASK_SCHEMA_TTL_MS === 0 ? null : e.KAIROS_TASK_SCHEMA_TTL_MS,
     agentQuarantineMaxMs: Math.max(e.KAIROS_AGENT_QUARANTINE_MAX_MS, e.KAIROS_AGENT_QUARANTINE_MS),
     ...tlsFiles(e),

@@ -15,6 +15,7 @@ import {
   JobService,
   KAIROS_SERVER_OPTIONS,
   TokenService,
+  WebhookService,
   addGrpcService,
   reflectionPackageDefinition,
 } from '@kairos/proto';
@@ -24,11 +25,13 @@ import { createAuthenticator } from './api/auth';
 import { connectHandler } from './api/grpc-agent';
 import { jobServiceImplementation } from './api/grpc-jobs';
 import { tokenServiceImplementation } from './api/grpc-tokens';
+import { webhookServiceImplementation } from './api/grpc-webhooks';
 import { jobCommands } from './api/job-commands';
 import { createPayloadSchemas } from './api/payload-schemas';
 import { COORDINATOR_VERSION } from './api/openapi';
 import { createRestServer } from './api/rest';
 import { tokenCommands } from './api/token-commands';
+import { webhookCommands } from './api/webhook-commands';
 import type { CoordinatorOptions, ServerLimits, TlsFiles } from './config';
 import { drainSessions } from './dispatch/agent-session';
 import { createDispatcher } from './dispatch/dispatcher';
@@ -36,6 +39,7 @@ import { createPresence, type Presence } from './dispatch/presence';
 import { createRebalancer } from './dispatch/rebalance';
 import { createReaper } from './maintenance/reaper';
 import { createRetention } from './maintenance/retention';
+import { createWebhookSender } from './maintenance/webhooks';
 import { createMetrics } from './metrics';
 import { grpcServerCredentials, loadPair, watchPair } from './tls';
 
@@ -166,6 +170,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     tracing,
   });
   const tokens = tokenCommands(store);
+  const webhooks = webhookCommands({ store, allowHosts: options.webhooks.allowHosts });
   const auth = createAuthenticator({
     lookup: (secret) => store.tokens.authenticate(secret),
     insecure: options.insecure,
@@ -187,6 +192,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     jobServiceImplementation({ commands, agents: (namespace) => agentsView.agents(namespace), auth, logger: log.child({ component: 'grpc' }) }),
   );
   addGrpcService(grpcServer, TokenService, tokenServiceImplementation({ tokens, auth, logger: log.child({ component: 'grpc' }) }));
+  addGrpcService(grpcServer, WebhookService, webhookServiceImplementation({ webhooks, auth, logger: log.child({ component: 'grpc' }) }));
   addGrpcService(grpcServer, AgentService, {
     connect: connectHandler({
       dispatcher,
@@ -204,6 +210,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     'kairos.v1.JobService': 'SERVING',
     'kairos.v1.AgentService': 'SERVING',
     'kairos.v1.TokenService': 'SERVING',
+    'kairos.v1.WebhookService': 'SERVING',
   });
   health.addToServer(grpcServer);
   // Reflection lists the health service too (grpcurl list shows grpc.health.v1.Health):
@@ -223,6 +230,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
   const rest = createRestServer({
     commands,
     tokens,
+    webhooks,
     auth,
     agents: (namespace) => agentsView.agents(namespace),
     metrics,
@@ -259,6 +267,13 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     onDeleted: (table, count) => metrics.retentionDeleted.inc({ table }, count),
   });
   retention.start();
+  const webhookSender = createWebhookSender({
+    store,
+    options: { ...options.webhooks, concurrency: 8, userAgent: `kairos-webhooks/${COORDINATOR_VERSION}` },
+    logger: log.child({ component: 'webhooks' }),
+    onResult: (result) => metrics.webhookDeliveries.inc({ result }),
+  });
+  webhookSender.start();
   const insecureWarning = options.insecure ? warnInsecure(log) : undefined;
 
   const displayHost = options.host === '0.0.0.0' || options.host === '::' ? '127.0.0.1' : options.host;
@@ -281,6 +296,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
       await agentsView.stop();
       await reaper.stop();
       await retention.stop();
+      await webhookSender.stop();
       await listener.stop();
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {

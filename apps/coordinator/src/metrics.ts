@@ -46,6 +46,7 @@ export interface Metrics {
   jobsDead: Counter;
   occurrencesSkipped: Counter;
   agentsRebalanced: Counter;
+  webhookDeliveries: Counter<'result'>;
 }
 
 /** A read shared by every scrape within a second. */
@@ -205,6 +206,12 @@ export function createMetrics(sources: MetricSources): Metrics {
     jobsDead: new Counter({
       name: 'kairos_jobs_dead_total',
       help: 'Jobs that went DEAD (attempts exhausted; a human should look), recorded by this coordinator',
+      registers: [registry],
+    }),
+    webhookDeliveries: new Counter({
+      name: 'kairos_webhook_deliveries_total',
+      help: 'Webhook delivery attempts by this coordinator, by result: delivered, retry (will be tried again), failed (gave up)',
+      labelNames: ['result'],
       registers: [registry],
     }),
     agentsRebalanced: new Counter({

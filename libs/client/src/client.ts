@@ -17,11 +17,13 @@ import {
   createGrpcClient,
   JobService,
   TokenService,
+  WebhookService,
   type CancelJobResponse,
   type CreateJobResponse,
   type CreateJobsResponse,
   type CreateJobRequest,
   type CreateTokenResponse,
+  type CreateWebhookResponse,
   type GetJobResponse,
   type ListAgentsResponse,
   type ListUpcomingResponse,
@@ -29,9 +31,12 @@ import {
   type ListJobsResponse,
   type ListRunsResponse,
   type ListTokensResponse,
+  type ListWebhookDeliveriesResponse,
+  type ListWebhooksResponse,
   type PauseJobResponse,
   type ResumeJobResponse,
   type RevokeTokenResponse,
+  type WhoamiResponse,
   type TriggerJobResponse,
   type UpdateJobResponse,
   type StartBackfillResponse,
@@ -64,7 +69,8 @@ import {
 } from './jobs';
 import { runFromWire, type ListRunsOptions, type RunPage } from './runs';
 import { previewFromWire, previewRequest, type PreviewScheduleInput, type SchedulePreview } from './schedules';
-import { createTokenRequest, tokenFromWire, type CreatedToken, type CreateTokenInput, type Token } from './tokens';
+import { createTokenRequest, tokenFromWire, type CreatedToken, type CreateTokenInput, type Token, type Whoami } from './tokens';
+import { deliveryFromWire, webhookFromWire, type CreatedWebhook, type CreateWebhookInput, type Webhook, type WebhookDeliveryPage } from './webhooks';
 import { counter, dateOrNull, textOrNull } from './wire-values';
 
 export interface KairosClientOptions {
@@ -134,6 +140,16 @@ export interface KairosClient {
   listTokens(): Promise<Token[]>;
   /** Revokes a token of the namespace (admin token); `not-found` for any other. */
   revokeToken(tokenId: string): Promise<void>;
+  /** The caller's own token: namespace, role (`anonymous` on an insecure coordinator without one), name and id. */
+  whoami(): Promise<Whoami>;
+  /** Creates a webhook in the caller's namespace (admin token); its signing secret is returned once. */
+  createWebhook(input: CreateWebhookInput): Promise<CreatedWebhook>;
+  /** The namespace's webhooks, never their secrets (admin token). */
+  listWebhooks(): Promise<Webhook[]>;
+  /** Deletes a webhook and its deliveries (admin token). */
+  deleteWebhook(webhookId: string): Promise<void>;
+  /** A webhook's deliveries, newest first (admin token); `cursor` is the previous page's `nextCursor`. */
+  listWebhookDeliveries(webhookId: string, options?: { limit?: number; cursor?: string }): Promise<WebhookDeliveryPage>;
   /** Closes the channel; calls made afterwards fail. */
   close(): void;
 }
@@ -154,6 +170,7 @@ export function createKairosClient(options: KairosClientOptions): KairosClient {
   const credentials = channelCredentials(options.tls);
   const grpcClient = createGrpcClient(JobService, options.address, credentials);
   const tokenClient = createGrpcClient(TokenService, options.address, credentials);
+  const webhookClient = createGrpcClient(WebhookService, options.address, credentials);
   const token = options.token === undefined || options.token === '' ? undefined : options.token;
 
   /** Runs one unary call with fresh metadata and deadline; settles with a KairosError on failure. */
@@ -307,11 +324,40 @@ export function createKairosClient(options: KairosClientOptions): KairosClient {
       }
       await unary<RevokeTokenResponse>('RevokeToken', (md, opts, cb) => tokenClient.revokeToken({ tokenId }, md, opts, cb));
     },
+    async whoami() {
+      const response = await unary<WhoamiResponse>('Whoami', (md, opts, cb) => tokenClient.whoami({}, md, opts, cb));
+      return { namespace: response.namespace, role: response.role as Whoami['role'], tokenName: textOrNull(response.tokenName), tokenId: textOrNull(response.tokenId) };
+    },
+    async createWebhook(input) {
+      const request = { url: input.url, events: input.events ?? [], jobId: input.jobId ?? '', description: input.description ?? '' };
+      const response = await unary<CreateWebhookResponse>('CreateWebhook', (md, opts, cb) => webhookClient.createWebhook(request, md, opts, cb));
+      if (response.webhook === undefined) throw new KairosError(KairosErrorCode.Internal, 'CreateWebhook: response without a webhook');
+      return { webhook: webhookFromWire(response.webhook), secret: response.secret };
+    },
+    async listWebhooks() {
+      const response = await unary<ListWebhooksResponse>('ListWebhooks', (md, opts, cb) => webhookClient.listWebhooks({}, md, opts, cb));
+      return response.webhooks.map(webhookFromWire);
+    },
+    async deleteWebhook(webhookId) {
+      const id = requireId(webhookId, 'webhookId');
+      await unary('DeleteWebhook', (md, opts, cb) => webhookClient.deleteWebhook({ webhookId: id }, md, opts, cb));
+    },
+    async listWebhookDeliveries(webhookId, page = {}) {
+      const request = { webhookId: requireId(webhookId, 'webhookId'), limit: page.limit ?? 0, cursor: page.cursor ?? '' };
+      const response = await unary<ListWebhookDeliveriesResponse>('ListWebhookDeliveries', (md, opts, cb) => webhookClient.listWebhookDeliveries(request, md, opts, cb));
+      return { deliveries: response.deliveries.map(deliveryFromWire), nextCursor: textOrNull(response.nextCursor) };
+    },
     close() {
       grpcClient.close();
       tokenClient.close();
+      webhookClient.close();
     },
   };
+}
+
+function requireId(id: string, field: string): string {
+  if (typeof id !== 'string' || id === '') throw new KairosError(KairosErrorCode.InvalidArgument, `${field} is required`, { field });
+  return id;
 }
 
 function requireJobId(jobId: string): string {

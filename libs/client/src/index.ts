@@ -37,5 +37,27 @@ export {
 export type { ListRunsOptions, Run, RunOutcome, RunPage } from './runs';
 export type { DstMark, Occurrence, PreviewScheduleInput, SchedulePreview } from './schedules';
 export type { Agent } from './agents';
-export { TOKEN_ROLES, type Token, type TokenRole, type CreateTokenInput, type CreatedToken } from './tokens';
-export { agentJson, jobJson, runJson, tokenJson, type AgentJson, type JobJson, type RunJson, type TokenJson } from './json';
+export { TOKEN_ROLES, type Token, type TokenRole, type CreateTokenInput, type CreatedToken, type Whoami } from './tokens';
+export {
+  WEBHOOK_EVENTS,
+  type CreatedWebhook,
+  type CreateWebhookInput,
+  type Webhook,
+  type WebhookDelivery,
+  type WebhookDeliveryPage,
+  type WebhookEvent,
+} from './webhooks';
+export {
+  agentJson,
+  deliveryJson,
+  jobJson,
+  runJson,
+  tokenJson,
+  webhookJson,
+  type AgentJson,
+  type DeliveryJson,
+  type JobJson,
+  type RunJson,
+  type TokenJson,
+  type WebhookJson,
+} from './json';

@@ -8,6 +8,7 @@ import type { Agent } from './agents';
 import type { Job, JobState, MisfirePolicy, OverlapPolicy } from './jobs';
 import type { Run, RunOutcome } from './runs';
 import type { Token, TokenRole } from './tokens';
+import type { Webhook, WebhookDelivery } from './webhooks';
 
 type Instant = string;
 
@@ -173,4 +174,22 @@ export function tokenJson(token: Omit<Token, 'role'> & { role: string }): TokenJ
     expiresAt: iso(token.expiresAt),
     revokedAt: iso(token.revokedAt),
   };
+}
+
+/** A webhook as REST answers it. */
+export type WebhookJson = Omit<Webhook, 'createdAt'> & { createdAt: string };
+
+export function webhookJson(webhook: Webhook): WebhookJson {
+  return { ...webhook, events: [...webhook.events], createdAt: isoAlways(webhook.createdAt) };
+}
+
+/** A webhook delivery as REST answers it. */
+export type DeliveryJson = Omit<WebhookDelivery, 'nextAttemptAt' | 'createdAt' | 'deliveredAt'> & {
+  nextAttemptAt: string | null;
+  createdAt: string;
+  deliveredAt: string | null;
+};
+
+export function deliveryJson(delivery: WebhookDelivery): DeliveryJson {
+  return { ...delivery, nextAttemptAt: iso(delivery.nextAttemptAt), createdAt: isoAlways(delivery.createdAt), deliveredAt: iso(delivery.deliveredAt) };
 }

@@ -18,6 +18,15 @@ export interface Token {
   revokedAt: Date | null;
 }
 
+/** The caller's own token (Whoami); the JSON shape of REST `GET /whoami`. */
+export interface Whoami {
+  namespace: string;
+  role: TokenRole | 'anonymous';
+  tokenName: string | null;
+  /** null for the anonymous caller of an insecure coordinator. */
+  tokenId: string | null;
+}
+
 export interface CreateTokenInput {
   role: TokenRole;
   /** Must be the caller's own namespace if given (tokens are made there); another is `permission-denied`. */

@@ -14,9 +14,10 @@ import { FileDescriptorProtoSchema } from '@bufbuild/protobuf/wkt';
 import { file_kairos_v1_agent } from './gen/kairos/v1/agent_pb';
 import { file_kairos_v1_jobs } from './gen/kairos/v1/jobs_pb';
 import { file_kairos_v1_tokens } from './gen/kairos/v1/tokens_pb';
+import { file_kairos_v1_webhooks } from './gen/kairos/v1/webhooks_pb';
 
 /** Every Kairos .proto file (not their imports), as generated descriptors. */
-export const KAIROS_FILES: readonly DescFile[] = [file_kairos_v1_jobs, file_kairos_v1_agent, file_kairos_v1_tokens];
+export const KAIROS_FILES: readonly DescFile[] = [file_kairos_v1_jobs, file_kairos_v1_agent, file_kairos_v1_tokens, file_kairos_v1_webhooks];
 
 /** The files plus everything they import, each listed once, imports before importers. */
 export function filesWithImports(files: readonly DescFile[] = KAIROS_FILES): DescFile[] {

@@ -87,6 +87,7 @@ describe('file descriptors', () => {
       'kairos/v1/jobs.proto',
       'kairos/v1/agent.proto',
       'kairos/v1/tokens.proto',
+      'kairos/v1/webhooks.proto',
     ]);
   });
 });

@@ -11,6 +11,7 @@
 export * from './gen/kairos/v1/jobs_pb';
 export * from './gen/kairos/v1/agent_pb';
 export * from './gen/kairos/v1/tokens_pb';
+export * from './gen/kairos/v1/webhooks_pb';
 export * from './gen/kairos/v1/errors_pb';
 // The standard rich-error messages, under names that do not collide with ours.
 export { StatusSchema as RpcStatusSchema, type Status as RpcStatus } from './gen/google/rpc/status_pb';

@@ -33,3 +33,5 @@ export { StoreUnavailableError, StoreInvariantError, isConnectionError } from '.
 export { TOKEN_ROLES, TOKEN_PREFIX, hashSecret, type TokenRole, type TokenRecord, type NewToken, type RevokeResult, type LiveToken, type TokenQueries } from './tokens';
 export type { CoordinatorRow, PresenceQueries, PresenceRow, PresentAgent } from './presence';
 export { schemaHash, type AdvertisedSchema, type TaskSchemaQueries, type TaskSchemaRecord } from './task-schemas';
+export { WEBHOOK_EVENTS, WEBHOOK_SECRET_PREFIX } from './webhooks';
+export type { DeliveryRecord, DeliveryState, DueDelivery, WebhookEvent, WebhookQueries, WebhookRecord } from './webhooks';

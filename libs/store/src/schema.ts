@@ -141,3 +141,33 @@ export const agentPresence = pgTable(
   (table) => [primaryKey({ columns: [table.namespace, table.agentId] })],
 );
 
+/** Webhooks (migration 0014, webhooks.ts; the queries are plain SQL). */
+export const webhooks = pgTable('webhooks', {
+  id: uuid('id').primaryKey(),
+  namespace: text('namespace').notNull(),
+  url: text('url').notNull(),
+  secret: text('secret').notNull(),
+  events: text('events').array().notNull(),
+  jobId: uuid('job_id'),
+  description: text('description'),
+  createdAt: tstz('created_at').notNull().defaultNow(),
+});
+
+/** Webhook deliveries, the outbox the triggers of migration 0014 fill. */
+export const webhookDeliveries = pgTable('webhook_deliveries', {
+  id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+  webhookId: uuid('webhook_id').notNull(),
+  namespace: text('namespace').notNull(),
+  event: text('event').notNull(),
+  jobId: uuid('job_id').notNull(),
+  runId: bigint('run_id', { mode: 'number' }),
+  body: jsonb('body').notNull(),
+  state: text('state').notNull().default('pending'),
+  attempts: integer('attempts').notNull().default(0),
+  nextAttemptAt: tstz('next_attempt_at').notNull().defaultNow(),
+  lockedUntil: tstz('locked_until'),
+  lastStatus: integer('last_status'),
+  lastError: text('last_error'),
+  createdAt: tstz('created_at').notNull().defaultNow(),
+  deliveredAt: tstz('delivered_at'),
+});

@@ -15,12 +15,15 @@ import type { RetryPolicy } from './settle';
 import { presenceQueries, type PresenceQueries } from './presence';
 import { taskSchemaQueries, type TaskSchemaQueries } from './task-schemas';
 import { tokenQueries, type TokenQueries } from './tokens';
+import { webhookQueries, type WebhookQueries } from './webhooks';
 
 export interface Store {
   readonly jobs: JobQueries;
   readonly runs: RunQueries;
   readonly lease: LeaseStatements;
   readonly tokens: TokenQueries;
+  /** Webhooks and their deliveries (webhooks.ts). */
+  readonly webhooks: WebhookQueries;
   /** Payload schemas agents advertised for SDK tasks (task-schemas.ts). */
   readonly taskSchemas: TaskSchemaQueries;
   /** Which agents are connected to which coordinator (presence.ts). */
@@ -56,6 +59,7 @@ export function createStore(pool: Pool, options: StoreOptions = {}): Store {
     runs: runQueries(db),
     lease: leaseStatements(pool, options.retry),
     tokens: tokenQueries(db),
+    webhooks: webhookQueries(pool),
     taskSchemas: taskSchemaQueries(db),
     presence: presenceQueries(pool),
     retention: {

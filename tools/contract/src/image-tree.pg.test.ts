@@ -118,6 +118,9 @@ describe('the production tree of the container image', () => {
     expect(statSync(path.join(tree, 'apps/cli/bin/kairos.js')).mode & 0o111).toBe(0o111);
     expect(readdirSync(path.join(tree, 'libs')).sort()).toEqual(['client', 'proto', 'schedule', 'store', 'tasks', 'tracing']);
     expect(readdirSync(path.join(tree, 'libs/store'))).toEqual(expect.arrayContaining(['dist', 'migrations', 'package.json']));
+    // The web console's built files (HTML, CSS, JS, icon) are served from the coordinator's dist/ui.
+    const ui = readdirSync(path.join(tree, 'apps/coordinator/dist/ui'));
+    expect(ui).toEqual(expect.arrayContaining(['index.html', 'favicon.svg', expect.stringMatching(/^app-[0-9a-f]+\.js$/), expect.stringMatching(/^app-[0-9a-f]+\.css$/)]));
     const files = (dir: string): string[] =>
       readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? files(path.join(dir, entry.name)) : [path.join(dir, entry.name)]));
     const shipped = ['apps', 'libs'].flatMap((top) => files(path.join(tree, top))).filter((file) => !file.includes(`${path.sep}node_modules${path.sep}`));

@@ -1,4 +1,4 @@
-/** `kairos agents`: the agents connected to the coordinators. */
+/** `kairos agents`: the agents connected to the coordinators; `kairos whoami`: the caller. */
 import { agentJson, type Agent } from '@kairos/client';
 import type { Command } from 'commander';
 import { globalOptions, withClient } from '../context';
@@ -46,4 +46,17 @@ function agentState(agent: Agent): string {
   if (agent.draining) return 'draining';
   if (agent.quarantinedUntil !== null) return `quarantined until ${formatTime(agent.quarantinedUntil)}`;
   return agent.probation ? 'probation' : 'ready';
+}
+
+/** `kairos whoami`: the token the CLI is using, as the coordinator sees it. */
+export function registerWhoamiCommand(program: Command, io: CliIo): void {
+  program
+    .command('whoami')
+    .description("the caller's token: namespace, role and name (any valid token)")
+    .action(async (_flags: unknown, command: Command) => {
+      const globals = globalOptions(command, io);
+      const me = await withClient(globals, (client) => client.whoami());
+      if (globals.json) writeJson(io.stdout, me);
+      else io.stdout.write(`${me.role} of namespace ${me.namespace}${me.tokenName ? ` (token "${me.tokenName}", ${me.tokenId})` : me.tokenId ? ` (token ${me.tokenId})` : ''}\n`);
+    });
 }

@@ -98,6 +98,7 @@ describe('authorize', () => {
     role,
     permissions: new Set(({ reader: ['read'], writer: ['read', 'write'], admin: ['read', 'write', 'admin'], agent: ['agent'] } as const)[role]),
     actor: `token t (${role})`,
+    tokenName: null,
   });
 
   it.each([

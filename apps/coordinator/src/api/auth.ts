@@ -36,6 +36,8 @@ export interface Principal {
   permissions: ReadonlySet<Permission>;
   /** Who the caller is, in words, for records such as a run's `abortedBy`: the token's name and id. */
   actor: string;
+  /** The token's name, if it was given one; null otherwise (and for the anonymous caller). */
+  tokenName: string | null;
 }
 
 /** The caller of an --insecure coordinator who sent no token: everything, in namespace `default`. */
@@ -45,6 +47,7 @@ export const ANONYMOUS: Principal = {
   role: 'anonymous',
   permissions: new Set<Permission>(['read', 'write', 'admin', 'agent']),
   actor: 'anonymous (insecure coordinator)',
+  tokenName: null,
 };
 
 export interface Authenticator {
@@ -126,6 +129,7 @@ function principalOf(live: LiveToken): Principal {
     role: live.token.role,
     permissions: new Set(ROLE_PERMISSIONS[live.token.role]),
     actor: live.token.name ? `${live.token.name} (token ${live.token.id})` : `token ${live.token.id}`,
+    tokenName: live.token.name,
   };
 }
 

@@ -45,6 +45,12 @@ export function tokenServiceImplementation(deps: { tokens: TokenCommands; auth: 
       await deps.tokens.revoke(namespace, req.tokenId);
       return {};
     }),
+    whoami: unary('any', async (_req, namespace, principal) => ({
+      namespace,
+      role: principal.role,
+      tokenName: principal.tokenName ?? '',
+      tokenId: principal.tokenId ?? '',
+    })),
   } satisfies Impl;
 }
 

@@ -31,9 +31,9 @@ import { ValidationError } from './validation';
 export type UnaryHandler<Req, Res> = (call: { request: Req; metadata: Metadata }, callback: sendUnaryData<Res>) => void;
 
 export function unaryHandlers(auth: Authenticator, logger: Logger) {
-  /** A unary handler that runs `work` in the caller's namespace once the caller holds `permission`. */
+  /** A unary handler that runs `work` in the caller's namespace once the caller holds `permission` ('any': any valid token). */
   return function unary<Req, Res>(
-    permission: Permission,
+    permission: Permission | 'any',
     work: (request: Req, namespace: string, principal: Principal, metadata: Metadata) => Promise<Res>,
   ): UnaryHandler<Req, Res> {
     return (call, callback) => {
@@ -41,7 +41,7 @@ export function unaryHandlers(auth: Authenticator, logger: Logger) {
       auth
         .authenticate(typeof authorization === 'string' ? authorization : undefined)
         .then((principal) => {
-          authorize(principal, permission);
+          if (permission !== 'any') authorize(principal, permission);
           const undecodable = undecodableReason(call.request);
           if (undecodable !== undefined) throw new ValidationError('body', `the request could not be decoded: ${undecodable}`);
           return work(call.request, principal.namespace, principal, call.metadata);

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { createTokenSchema } from './token-commands';
+import { createWebhookSchema, MAX_DELIVERIES_PAGE } from './webhook-commands';
 import { backfillSchema, createJobSchema, createJobsSchema, editJobSchema, LIMITS, listJobsQuerySchema, listRunsQuerySchema, previewSchema } from './validation';
 import { RESPONSE_SCHEMAS } from './views';
 
@@ -21,6 +22,7 @@ const REQUEST_SCHEMAS = {
   PreviewRequest: previewSchema,
   BackfillRequest: backfillSchema,
   CreateTokenRequest: createTokenSchema,
+  CreateWebhookRequest: createWebhookSchema,
 } as const;
 type RequestName = keyof typeof REQUEST_SCHEMAS;
 
@@ -257,6 +259,14 @@ function paths(): JsonSchema {
         },
       },
     },
+    '/whoami': {
+      get: {
+        summary: "The caller's token: its namespace, role and name (any valid token)",
+        operationId: 'whoami',
+        tags: ['tokens'],
+        responses: { '200': json('Whoami', 'The caller'), '401': COMMON_ERRORS['401'], '503': COMMON_ERRORS['503'] },
+      },
+    },
     '/tokens': {
       post: {
         summary: "Create a token in the caller's namespace (admin); the secret is shown once",
@@ -288,6 +298,48 @@ function paths(): JsonSchema {
           '414': failure('The token id in the path is too long'),
           ...COMMON_ERRORS,
         },
+      },
+    },
+    '/webhooks': {
+      post: {
+        summary: "Create a webhook in the caller's namespace (admin); the signing secret is shown once",
+        operationId: 'createWebhook',
+        tags: ['webhooks'],
+        requestBody: body('CreateWebhookRequest'),
+        responses: {
+          '201': json('WebhookCreated', 'Created'),
+          '404': failure('jobId names no job of the namespace'),
+          ...COMMON_ERRORS,
+          ...BODY_ERRORS,
+        },
+      },
+      get: {
+        summary: "The webhooks of the caller's namespace (admin); never their secrets",
+        operationId: 'listWebhooks',
+        tags: ['webhooks'],
+        responses: { '200': json('WebhookList', 'The webhooks'), ...COMMON_ERRORS },
+      },
+    },
+    '/webhooks/{id}': {
+      delete: {
+        summary: 'Delete a webhook and its deliveries (admin)',
+        operationId: 'deleteWebhook',
+        tags: ['webhooks'],
+        parameters: [{ ...jobIdParam, description: 'The webhook id (a UUID)' }],
+        responses: { '204': { description: 'Deleted' }, '404': failure("No such webhook in the caller's namespace"), '414': failure('The id in the path is too long'), ...COMMON_ERRORS },
+      },
+    },
+    '/webhooks/{id}/deliveries': {
+      get: {
+        summary: "A webhook's deliveries, newest first, a page at a time (admin)",
+        operationId: 'listWebhookDeliveries',
+        tags: ['webhooks'],
+        parameters: [
+          { ...jobIdParam, description: 'The webhook id (a UUID)' },
+          { name: 'limit', in: 'query', required: false, description: `1 to ${MAX_DELIVERIES_PAGE} (default 50)`, schema: { type: 'integer', minimum: 1, maximum: MAX_DELIVERIES_PAGE } },
+          { name: 'cursor', in: 'query', required: false, description: "The previous page's nextCursor", schema: { type: 'string', pattern: '^[0-9]{1,18}$' } },
+        ],
+        responses: { '200': json('DeliveryList', 'A page of deliveries'), '404': failure("No such webhook in the caller's namespace"), '414': failure('The id in the path is too long'), ...COMMON_ERRORS },
       },
     },
     '/healthz': {
@@ -347,6 +399,7 @@ export function openApiDocument(version: string = COORDINATOR_VERSION): JsonSche
       { name: 'schedules' },
       { name: 'agents' },
       { name: 'tokens' },
+      { name: 'webhooks', description: 'Failure notifications: job.dead, occurrence.failed, occurrence.missed' },
       { name: 'probes', description: 'Public: no token needed' },
     ],
     paths: paths(),

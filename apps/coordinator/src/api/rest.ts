@@ -21,7 +21,10 @@ import { authorize, type Authenticator, type Permission, type Principal } from '
 import { ApiError, ERROR_TABLE, errorBody, toApiError } from './errors';
 import type { BatchItemResult, JobCommands } from './job-commands';
 import type { TokenCommands } from './token-commands';
+import type { WebhookCommands } from './webhook-commands';
 import { openApiDocument } from './openapi';
+import { CONSOLE_ROUTES, registerConsole } from './console';
+import { registerWhoami } from './whoami';
 import { LIMITS, parseCreateJobs, queryValue } from './validation';
 
 declare module 'fastify' {
@@ -31,18 +34,24 @@ declare module 'fastify' {
   }
 }
 
-/** Routes anyone may call: probes for the orchestrator, the Prometheus scrape (counts only, no job data) and the API's description. */
-const PUBLIC_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/openapi.json']);
+/**
+ * Routes anyone may call: probes for the orchestrator, the Prometheus scrape (counts only, no job data), the API's
+ * description and the web console's static files (no data: the console's API calls carry the operator's token).
+ */
+const PUBLIC_ROUTES = new Set<string>(['/healthz', '/readyz', '/metrics', '/openapi.json', ...CONSOLE_ROUTES]);
 
 export function createRestServer(deps: {
   commands: JobCommands;
   tokens: TokenCommands;
+  webhooks: WebhookCommands;
   auth: Authenticator;
   /** The agents of a namespace, cluster-wide (dispatch/presence.ts). */
   agents: (namespace: string) => Promise<AgentView[]>;
   metrics: Metrics;
   logger: Logger;
   ready: () => Promise<boolean>;
+  /** Where the web console's built files are (default: dist/ui beside this module). */
+  consoleDir?: string;
   /** Makes the Node server (http or https, with its timeouts and connection cap). */
   serverFactory?: (handler: FastifyServerFactoryHandler) => Server;
 }): FastifyInstance {
@@ -164,6 +173,11 @@ export function createRestServer(deps: {
     );
   }
   app.get('/agents', async (request) => deps.agents(namespaceFor(request, 'read')));
+  registerWhoami(app, (request) => {
+    if (request.principal === null) throw new ApiError('unauthenticated', 'a bearer token is required');
+    return request.principal;
+  });
+  registerConsole(app, deps.consoleDir);
   app.post('/tokens', async (request, reply) => {
     const created = await deps.tokens.create(namespaceFor(request, 'admin'), request.body);
     return reply.code(201).send({ id: created.token.id, secret: created.secret, token: created.token });
@@ -173,6 +187,18 @@ export function createRestServer(deps: {
     await deps.tokens.revoke(namespaceFor(request, 'admin'), request.params.id);
     return reply.code(204).send();
   });
+  app.post('/webhooks', async (request, reply) => reply.code(201).send(await deps.webhooks.create(namespaceFor(request, 'admin'), request.body)));
+  app.get('/webhooks', async (request) => ({ webhooks: await deps.webhooks.list(namespaceFor(request, 'admin')) }));
+  app.delete<{ Params: { id: string } }>('/webhooks/:id', async (request, reply) => {
+    await deps.webhooks.remove(namespaceFor(request, 'admin'), request.params.id);
+    return reply.code(204).send();
+  });
+  app.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>('/webhooks/:id/deliveries', async (request) =>
+    deps.webhooks.deliveries(namespaceFor(request, 'admin'), request.params.id, {
+      limit: queryValue(request.query, 'limit'),
+      before: queryValue(request.query, 'cursor'),
+    }),
+  );
   const openapi = JSON.stringify(openApiDocument());
   app.get('/openapi.json', async (_request, reply) => reply.type('application/json').send(openapi));
   app.get('/healthz', async () => ({ status: 'ok' }));

@@ -557,7 +557,7 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
  * request naming `field`; a well-formed id that does not exist (or is in
  * another namespace) is the caller's 404.
  */
-export function parseId(value: string, field: 'jobId' | 'tokenId' = 'jobId'): string {
+export function parseId(value: string, field: 'jobId' | 'tokenId' | 'webhookId' = 'jobId'): string {
   if (value === '') throw new ValidationError(field, `${field} is required`);
   if (!isJobId(value)) throw new ValidationError(field, `${field} must be a UUID such as 0190a3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d`);
   return value.toLowerCase();

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { MISFIRE_POLICIES, OVERLAP_POLICIES } from '@kairos/schedule';
-import { JOB_STATES, TOKEN_ROLES, type RunOutcome } from '@kairos/store';
+import { JOB_STATES, TOKEN_ROLES, WEBHOOK_EVENTS, type RunOutcome } from '@kairos/store';
 import type { DstMark } from '@kairos/schedule';
 
 const instant = z.string().meta({ format: 'date-time', description: 'RFC 3339, UTC' });
@@ -118,6 +118,32 @@ export const TokenViewSchema = z.object({
   revokedAt: nullableInstant,
 });
 
+export const WebhookViewSchema = z.object({
+  id: z.string().meta({ format: 'uuid' }),
+  namespace: z.string(),
+  url: z.string(),
+  events: z.array(enumOf(WEBHOOK_EVENTS)),
+  jobId: z.string().nullable().meta({ format: 'uuid', description: "Only this job's events; null: every job of the namespace" }),
+  description: z.string().nullable(),
+  createdAt: instant,
+});
+
+export const DeliveryViewSchema = z.object({
+  id: z.string().meta({ description: 'Delivery id (also in the Kairos-Delivery header and the body): deduplicate on it' }),
+  webhookId: z.string().meta({ format: 'uuid' }),
+  event: enumOf(WEBHOOK_EVENTS),
+  jobId: z.string().meta({ format: 'uuid' }),
+  runId: z.string().nullable(),
+  state: z.enum(['pending', 'delivered', 'failed']),
+  attempts: z.number().int(),
+  nextAttemptAt: nullableInstant.meta({ description: 'When a pending delivery is tried next' }),
+  lastStatus: z.number().int().nullable().meta({ description: 'HTTP status of the last attempt; null when it got no answer' }),
+  lastError: z.string().nullable(),
+  createdAt: instant,
+  deliveredAt: nullableInstant,
+  body: z.record(z.string(), z.unknown()).meta({ description: 'The event as sent (deliveryId added)' }),
+});
+
 export const AgentViewSchema = z.object({
   agentId: z.string(),
   namespace: z.string(),
@@ -131,6 +157,13 @@ export const AgentViewSchema = z.object({
   connectedAt: instant,
   lastHeartbeatAt: nullableInstant,
   coordinatorId: z.string(),
+});
+
+export const WhoamiViewSchema = z.object({
+  namespace: z.string(),
+  role: enumOf<(typeof TOKEN_ROLES)[number] | 'anonymous'>([...TOKEN_ROLES, 'anonymous']).meta({ description: 'The token\'s role; `anonymous` only on an --insecure coordinator called without a token' }),
+  tokenName: z.string().nullable(),
+  tokenId: z.string().nullable().meta({ description: 'The token\'s id; null for the anonymous caller' }),
 });
 
 const ErrorDetailSchema = z.object({
@@ -161,9 +194,14 @@ export const RESPONSE_SCHEMAS = {
   Backfill: BackfillViewSchema,
   BackfillCancelled: z.object({ finishing: z.boolean() }),
   Agent: AgentViewSchema,
+  Whoami: WhoamiViewSchema,
   Token: TokenViewSchema,
   TokenCreated: z.object({ id: z.string().meta({ format: 'uuid' }), secret: z.string().meta({ description: 'Shown once' }), token: TokenViewSchema }),
   TokenList: z.object({ tokens: z.array(TokenViewSchema) }),
+  Webhook: WebhookViewSchema,
+  WebhookCreated: z.object({ webhook: WebhookViewSchema, secret: z.string().meta({ description: 'The HMAC-SHA256 signing key; shown once' }) }),
+  WebhookList: z.object({ webhooks: z.array(WebhookViewSchema) }),
+  DeliveryList: z.object({ deliveries: z.array(DeliveryViewSchema), nextCursor: z.string().nullable() }),
   Health: z.object({ status: z.string() }),
   JobsCreated: z.object({
     results: z.array(
@@ -186,4 +224,7 @@ export type OccurrenceView = z.infer<typeof OccurrenceViewSchema>;
 export type PreviewView = z.infer<typeof PreviewViewSchema>;
 export type BackfillView = z.infer<typeof BackfillViewSchema>;
 export type TokenView = z.infer<typeof TokenViewSchema>;
+export type WebhookView = z.infer<typeof WebhookViewSchema>;
+export type DeliveryView = z.infer<typeof DeliveryViewSchema>;
 export type AgentView = z.infer<typeof AgentViewSchema>;
+export type WhoamiView = z.infer<typeof WhoamiViewSchema>;

@@ -46,7 +46,7 @@ describe('gRPC server reflection', () => {
       call.write(Buffer.from([0x3a, 0x00]));
       const text = await answer;
       call.end();
-      for (const service of ['kairos.v1.JobService', 'kairos.v1.AgentService', 'kairos.v1.TokenService', 'grpc.health.v1.Health']) {
+      for (const service of ['kairos.v1.JobService', 'kairos.v1.AgentService', 'kairos.v1.TokenService', 'kairos.v1.WebhookService', 'grpc.health.v1.Health']) {
         expect(text).toContain(service);
       }
     } finally {

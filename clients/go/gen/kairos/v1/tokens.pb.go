@@ -1,5 +1,6 @@
 // Kairos bearer tokens: create, list and revoke the tokens of the caller's
-// namespace. Every call needs an admin token of that namespace; the first
+// namespace, and ask who the caller is. Every call but Whoami needs an admin
+// token of that namespace; the first
 // admin token is made in the database (`kairos tokens create`, which needs
 // only DATABASE_URL), before any coordinator runs.
 //
@@ -487,6 +488,114 @@ func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
 	return file_kairos_v1_tokens_proto_rawDescGZIP(), []int{6}
 }
 
+type WhoamiRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoamiRequest) Reset() {
+	*x = WhoamiRequest{}
+	mi := &file_kairos_v1_tokens_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoamiRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoamiRequest) ProtoMessage() {}
+
+func (x *WhoamiRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kairos_v1_tokens_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoamiRequest.ProtoReflect.Descriptor instead.
+func (*WhoamiRequest) Descriptor() ([]byte, []int) {
+	return file_kairos_v1_tokens_proto_rawDescGZIP(), []int{7}
+}
+
+type WhoamiResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// reader, writer, admin, agent; or anonymous (an --insecure coordinator
+	// called without a token).
+	Role string `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	// The token's name; empty when it has none.
+	TokenName string `protobuf:"bytes,3,opt,name=token_name,json=tokenName,proto3" json:"token_name,omitempty"`
+	// The token's id; empty for the anonymous caller.
+	TokenId       string `protobuf:"bytes,4,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoamiResponse) Reset() {
+	*x = WhoamiResponse{}
+	mi := &file_kairos_v1_tokens_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoamiResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoamiResponse) ProtoMessage() {}
+
+func (x *WhoamiResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kairos_v1_tokens_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoamiResponse.ProtoReflect.Descriptor instead.
+func (*WhoamiResponse) Descriptor() ([]byte, []int) {
+	return file_kairos_v1_tokens_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *WhoamiResponse) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *WhoamiResponse) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *WhoamiResponse) GetTokenName() string {
+	if x != nil {
+		return x.TokenName
+	}
+	return ""
+}
+
+func (x *WhoamiResponse) GetTokenId() string {
+	if x != nil {
+		return x.TokenId
+	}
+	return ""
+}
+
 var File_kairos_v1_tokens_proto protoreflect.FileDescriptor
 
 const file_kairos_v1_tokens_proto_rawDesc = "" +
@@ -516,18 +625,26 @@ const file_kairos_v1_tokens_proto_rawDesc = "" +
 	"\x06tokens\x18\x01 \x03(\v2\x10.kairos.v1.TokenR\x06tokens\"/\n" +
 	"\x12RevokeTokenRequest\x12\x19\n" +
 	"\btoken_id\x18\x01 \x01(\tR\atokenId\"\x15\n" +
-	"\x13RevokeTokenResponse*\x81\x01\n" +
+	"\x13RevokeTokenResponse\"\x0f\n" +
+	"\rWhoamiRequest\"|\n" +
+	"\x0eWhoamiResponse\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12\x1d\n" +
+	"\n" +
+	"token_name\x18\x03 \x01(\tR\ttokenName\x12\x19\n" +
+	"\btoken_id\x18\x04 \x01(\tR\atokenId*\x81\x01\n" +
 	"\tTokenRole\x12\x1a\n" +
 	"\x16TOKEN_ROLE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11TOKEN_ROLE_READER\x10\x01\x12\x15\n" +
 	"\x11TOKEN_ROLE_WRITER\x10\x02\x12\x14\n" +
 	"\x10TOKEN_ROLE_ADMIN\x10\x03\x12\x14\n" +
-	"\x10TOKEN_ROLE_AGENT\x10\x042\xf5\x01\n" +
+	"\x10TOKEN_ROLE_AGENT\x10\x042\xb4\x02\n" +
 	"\fTokenService\x12L\n" +
 	"\vCreateToken\x12\x1d.kairos.v1.CreateTokenRequest\x1a\x1e.kairos.v1.CreateTokenResponse\x12I\n" +
 	"\n" +
 	"ListTokens\x12\x1c.kairos.v1.ListTokensRequest\x1a\x1d.kairos.v1.ListTokensResponse\x12L\n" +
-	"\vRevokeToken\x12\x1d.kairos.v1.RevokeTokenRequest\x1a\x1e.kairos.v1.RevokeTokenResponseBm\n" +
+	"\vRevokeToken\x12\x1d.kairos.v1.RevokeTokenRequest\x1a\x1e.kairos.v1.RevokeTokenResponse\x12=\n" +
+	"\x06Whoami\x12\x18.kairos.v1.WhoamiRequest\x1a\x19.kairos.v1.WhoamiResponseBm\n" +
 	"\rdev.kairos.v1B\vTokensProtoP\x01Z(kairos.dev/client/gen/kairos/v1;kairosv1\xaa\x02\tKairos.V1\xca\x02\tKairos\\V1\xea\x02\n" +
 	"Kairos::V1b\x06proto3"
 
@@ -544,7 +661,7 @@ func file_kairos_v1_tokens_proto_rawDescGZIP() []byte {
 }
 
 var file_kairos_v1_tokens_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_kairos_v1_tokens_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_kairos_v1_tokens_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_kairos_v1_tokens_proto_goTypes = []any{
 	(TokenRole)(0),                // 0: kairos.v1.TokenRole
 	(*Token)(nil),                 // 1: kairos.v1.Token
@@ -554,24 +671,28 @@ var file_kairos_v1_tokens_proto_goTypes = []any{
 	(*ListTokensResponse)(nil),    // 5: kairos.v1.ListTokensResponse
 	(*RevokeTokenRequest)(nil),    // 6: kairos.v1.RevokeTokenRequest
 	(*RevokeTokenResponse)(nil),   // 7: kairos.v1.RevokeTokenResponse
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	(*WhoamiRequest)(nil),         // 8: kairos.v1.WhoamiRequest
+	(*WhoamiResponse)(nil),        // 9: kairos.v1.WhoamiResponse
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
 }
 var file_kairos_v1_tokens_proto_depIdxs = []int32{
 	0,  // 0: kairos.v1.Token.role:type_name -> kairos.v1.TokenRole
-	8,  // 1: kairos.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 2: kairos.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
-	8,  // 3: kairos.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	10, // 1: kairos.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	10, // 2: kairos.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
+	10, // 3: kairos.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
 	0,  // 4: kairos.v1.CreateTokenRequest.role:type_name -> kairos.v1.TokenRole
 	1,  // 5: kairos.v1.CreateTokenResponse.token:type_name -> kairos.v1.Token
 	1,  // 6: kairos.v1.ListTokensResponse.tokens:type_name -> kairos.v1.Token
 	2,  // 7: kairos.v1.TokenService.CreateToken:input_type -> kairos.v1.CreateTokenRequest
 	4,  // 8: kairos.v1.TokenService.ListTokens:input_type -> kairos.v1.ListTokensRequest
 	6,  // 9: kairos.v1.TokenService.RevokeToken:input_type -> kairos.v1.RevokeTokenRequest
-	3,  // 10: kairos.v1.TokenService.CreateToken:output_type -> kairos.v1.CreateTokenResponse
-	5,  // 11: kairos.v1.TokenService.ListTokens:output_type -> kairos.v1.ListTokensResponse
-	7,  // 12: kairos.v1.TokenService.RevokeToken:output_type -> kairos.v1.RevokeTokenResponse
-	10, // [10:13] is the sub-list for method output_type
-	7,  // [7:10] is the sub-list for method input_type
+	8,  // 10: kairos.v1.TokenService.Whoami:input_type -> kairos.v1.WhoamiRequest
+	3,  // 11: kairos.v1.TokenService.CreateToken:output_type -> kairos.v1.CreateTokenResponse
+	5,  // 12: kairos.v1.TokenService.ListTokens:output_type -> kairos.v1.ListTokensResponse
+	7,  // 13: kairos.v1.TokenService.RevokeToken:output_type -> kairos.v1.RevokeTokenResponse
+	9,  // 14: kairos.v1.TokenService.Whoami:output_type -> kairos.v1.WhoamiResponse
+	11, // [11:15] is the sub-list for method output_type
+	7,  // [7:11] is the sub-list for method input_type
 	7,  // [7:7] is the sub-list for extension type_name
 	7,  // [7:7] is the sub-list for extension extendee
 	0,  // [0:7] is the sub-list for field type_name
@@ -588,7 +709,7 @@ func file_kairos_v1_tokens_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kairos_v1_tokens_proto_rawDesc), len(file_kairos_v1_tokens_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

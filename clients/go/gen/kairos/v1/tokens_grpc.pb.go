@@ -1,5 +1,6 @@
 // Kairos bearer tokens: create, list and revoke the tokens of the caller's
-// namespace. Every call needs an admin token of that namespace; the first
+// namespace, and ask who the caller is. Every call but Whoami needs an admin
+// token of that namespace; the first
 // admin token is made in the database (`kairos tokens create`, which needs
 // only DATABASE_URL), before any coordinator runs.
 //
@@ -37,6 +38,7 @@ const (
 	TokenService_CreateToken_FullMethodName = "/kairos.v1.TokenService/CreateToken"
 	TokenService_ListTokens_FullMethodName  = "/kairos.v1.TokenService/ListTokens"
 	TokenService_RevokeToken_FullMethodName = "/kairos.v1.TokenService/RevokeToken"
+	TokenService_Whoami_FullMethodName      = "/kairos.v1.TokenService/Whoami"
 )
 
 // TokenServiceClient is the client API for TokenService service.
@@ -54,6 +56,9 @@ type TokenServiceClient interface {
 	// Revokes a token (again: succeeds). NOT_FOUND for a token of another
 	// namespace or none.
 	RevokeToken(ctx context.Context, in *RevokeTokenRequest, opts ...grpc.CallOption) (*RevokeTokenResponse, error)
+	// The caller's own token: its namespace, role and name. Any valid token
+	// may ask (not only an admin's); it learns nothing but itself.
+	Whoami(ctx context.Context, in *WhoamiRequest, opts ...grpc.CallOption) (*WhoamiResponse, error)
 }
 
 type tokenServiceClient struct {
@@ -94,6 +99,16 @@ func (c *tokenServiceClient) RevokeToken(ctx context.Context, in *RevokeTokenReq
 	return out, nil
 }
 
+func (c *tokenServiceClient) Whoami(ctx context.Context, in *WhoamiRequest, opts ...grpc.CallOption) (*WhoamiResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WhoamiResponse)
+	err := c.cc.Invoke(ctx, TokenService_Whoami_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TokenServiceServer is the server API for TokenService service.
 // All implementations must embed UnimplementedTokenServiceServer
 // for forward compatibility.
@@ -109,6 +124,9 @@ type TokenServiceServer interface {
 	// Revokes a token (again: succeeds). NOT_FOUND for a token of another
 	// namespace or none.
 	RevokeToken(context.Context, *RevokeTokenRequest) (*RevokeTokenResponse, error)
+	// The caller's own token: its namespace, role and name. Any valid token
+	// may ask (not only an admin's); it learns nothing but itself.
+	Whoami(context.Context, *WhoamiRequest) (*WhoamiResponse, error)
 	mustEmbedUnimplementedTokenServiceServer()
 }
 
@@ -127,6 +145,9 @@ func (UnimplementedTokenServiceServer) ListTokens(context.Context, *ListTokensRe
 }
 func (UnimplementedTokenServiceServer) RevokeToken(context.Context, *RevokeTokenRequest) (*RevokeTokenResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RevokeToken not implemented")
+}
+func (UnimplementedTokenServiceServer) Whoami(context.Context, *WhoamiRequest) (*WhoamiResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Whoami not implemented")
 }
 func (UnimplementedTokenServiceServer) mustEmbedUnimplementedTokenServiceServer() {}
 func (UnimplementedTokenServiceServer) testEmbeddedByValue()                      {}
@@ -203,6 +224,24 @@ func _TokenService_RevokeToken_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TokenService_Whoami_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WhoamiRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TokenServiceServer).Whoami(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TokenService_Whoami_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TokenServiceServer).Whoami(ctx, req.(*WhoamiRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TokenService_ServiceDesc is the grpc.ServiceDesc for TokenService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -221,6 +260,10 @@ var TokenService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RevokeToken",
 			Handler:    _TokenService_RevokeToken_Handler,
+		},
+		{
+			MethodName: "Whoami",
+			Handler:    _TokenService_Whoami_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

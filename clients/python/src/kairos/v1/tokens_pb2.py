@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16kairos/v1/tokens.proto\x12\tkairos.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe8\x01\n\x05Token\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\"\n\x04role\x18\x03 \x01(\x0e\x32\x14.kairos.v1.TokenRole\x12\x0c\n\x04name\x18\x04 \x01(\t\x12.\n\ncreated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nrevoked_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"u\n\x12\x43reateTokenRequest\x12\"\n\x04role\x18\x01 \x01(\x0e\x32\x14.kairos.v1.TokenRole\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x1a\n\x12\x65xpires_in_seconds\x18\x03 \x01(\r\x12\x11\n\tnamespace\x18\x04 \x01(\t\"F\n\x13\x43reateTokenResponse\x12\x1f\n\x05token\x18\x01 \x01(\x0b\x32\x10.kairos.v1.Token\x12\x0e\n\x06secret\x18\x02 \x01(\t\"\x13\n\x11ListTokensRequest\"6\n\x12ListTokensResponse\x12 \n\x06tokens\x18\x01 \x03(\x0b\x32\x10.kairos.v1.Token\"&\n\x12RevokeTokenRequest\x12\x10\n\x08token_id\x18\x01 \x01(\t\"\x15\n\x13RevokeTokenResponse*\x81\x01\n\tTokenRole\x12\x1a\n\x16TOKEN_ROLE_UNSPECIFIED\x10\x00\x12\x15\n\x11TOKEN_ROLE_READER\x10\x01\x12\x15\n\x11TOKEN_ROLE_WRITER\x10\x02\x12\x14\n\x10TOKEN_ROLE_ADMIN\x10\x03\x12\x14\n\x10TOKEN_ROLE_AGENT\x10\x04\x32\xf5\x01\n\x0cTokenService\x12L\n\x0b\x43reateToken\x12\x1d.kairos.v1.CreateTokenRequest\x1a\x1e.kairos.v1.CreateTokenResponse\x12I\n\nListTokens\x12\x1c.kairos.v1.ListTokensRequest\x1a\x1d.kairos.v1.ListTokensResponse\x12L\n\x0bRevokeToken\x12\x1d.kairos.v1.RevokeTokenRequest\x1a\x1e.kairos.v1.RevokeTokenResponseBm\n\rdev.kairos.v1B\x0bTokensProtoP\x01Z(kairos.dev/client/gen/kairos/v1;kairosv1\xaa\x02\tKairos.V1\xca\x02\tKairos\\V1\xea\x02\nKairos::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16kairos/v1/tokens.proto\x12\tkairos.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe8\x01\n\x05Token\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\"\n\x04role\x18\x03 \x01(\x0e\x32\x14.kairos.v1.TokenRole\x12\x0c\n\x04name\x18\x04 \x01(\t\x12.\n\ncreated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nrevoked_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"u\n\x12\x43reateTokenRequest\x12\"\n\x04role\x18\x01 \x01(\x0e\x32\x14.kairos.v1.TokenRole\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x1a\n\x12\x65xpires_in_seconds\x18\x03 \x01(\r\x12\x11\n\tnamespace\x18\x04 \x01(\t\"F\n\x13\x43reateTokenResponse\x12\x1f\n\x05token\x18\x01 \x01(\x0b\x32\x10.kairos.v1.Token\x12\x0e\n\x06secret\x18\x02 \x01(\t\"\x13\n\x11ListTokensRequest\"6\n\x12ListTokensResponse\x12 \n\x06tokens\x18\x01 \x03(\x0b\x32\x10.kairos.v1.Token\"&\n\x12RevokeTokenRequest\x12\x10\n\x08token_id\x18\x01 \x01(\t\"\x15\n\x13RevokeTokenResponse\"\x0f\n\rWhoamiRequest\"W\n\x0eWhoamiResponse\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x12\n\ntoken_name\x18\x03 \x01(\t\x12\x10\n\x08token_id\x18\x04 \x01(\t*\x81\x01\n\tTokenRole\x12\x1a\n\x16TOKEN_ROLE_UNSPECIFIED\x10\x00\x12\x15\n\x11TOKEN_ROLE_READER\x10\x01\x12\x15\n\x11TOKEN_ROLE_WRITER\x10\x02\x12\x14\n\x10TOKEN_ROLE_ADMIN\x10\x03\x12\x14\n\x10TOKEN_ROLE_AGENT\x10\x04\x32\xb4\x02\n\x0cTokenService\x12L\n\x0b\x43reateToken\x12\x1d.kairos.v1.CreateTokenRequest\x1a\x1e.kairos.v1.CreateTokenResponse\x12I\n\nListTokens\x12\x1c.kairos.v1.ListTokensRequest\x1a\x1d.kairos.v1.ListTokensResponse\x12L\n\x0bRevokeToken\x12\x1d.kairos.v1.RevokeTokenRequest\x1a\x1e.kairos.v1.RevokeTokenResponse\x12=\n\x06Whoami\x12\x18.kairos.v1.WhoamiRequest\x1a\x19.kairos.v1.WhoamiResponseBm\n\rdev.kairos.v1B\x0bTokensProtoP\x01Z(kairos.dev/client/gen/kairos/v1;kairosv1\xaa\x02\tKairos.V1\xca\x02\tKairos\\V1\xea\x02\nKairos::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,8 +33,8 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'kairos.v1.tokens_pb2', _glo
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\rdev.kairos.v1B\013TokensProtoP\001Z(kairos.dev/client/gen/kairos/v1;kairosv1\252\002\tKairos.V1\312\002\tKairos\\V1\352\002\nKairos::V1'
-  _globals['_TOKENROLE']._serialized_start=637
-  _globals['_TOKENROLE']._serialized_end=766
+  _globals['_TOKENROLE']._serialized_start=743
+  _globals['_TOKENROLE']._serialized_end=872
   _globals['_TOKEN']._serialized_start=71
   _globals['_TOKEN']._serialized_end=303
   _globals['_CREATETOKENREQUEST']._serialized_start=305
@@ -49,6 +49,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_REVOKETOKENREQUEST']._serialized_end=611
   _globals['_REVOKETOKENRESPONSE']._serialized_start=613
   _globals['_REVOKETOKENRESPONSE']._serialized_end=634
-  _globals['_TOKENSERVICE']._serialized_start=769
-  _globals['_TOKENSERVICE']._serialized_end=1014
+  _globals['_WHOAMIREQUEST']._serialized_start=636
+  _globals['_WHOAMIREQUEST']._serialized_end=651
+  _globals['_WHOAMIRESPONSE']._serialized_start=653
+  _globals['_WHOAMIRESPONSE']._serialized_end=740
+  _globals['_TOKENSERVICE']._serialized_start=875
+  _globals['_TOKENSERVICE']._serialized_end=1183
 # @@protoc_insertion_point(module_scope)

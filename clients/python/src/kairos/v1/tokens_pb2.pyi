@@ -80,3 +80,19 @@ class RevokeTokenRequest(_message.Message):
 class RevokeTokenResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class WhoamiRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WhoamiResponse(_message.Message):
+    __slots__ = ("namespace", "role", "token_name", "token_id")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    role: str
+    token_name: str
+    token_id: str
+    def __init__(self, namespace: _Optional[str] = ..., role: _Optional[str] = ..., token_name: _Optional[str] = ..., token_id: _Optional[str] = ...) -> None: ...

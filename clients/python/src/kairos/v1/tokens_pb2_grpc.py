@@ -50,6 +50,11 @@ class TokenServiceStub:
                 request_serializer=kairos_dot_v1_dot_tokens__pb2.RevokeTokenRequest.SerializeToString,
                 response_deserializer=kairos_dot_v1_dot_tokens__pb2.RevokeTokenResponse.FromString,
                 _registered_method=True)
+        self.Whoami = channel.unary_unary(
+                '/kairos.v1.TokenService/Whoami',
+                request_serializer=kairos_dot_v1_dot_tokens__pb2.WhoamiRequest.SerializeToString,
+                response_deserializer=kairos_dot_v1_dot_tokens__pb2.WhoamiResponse.FromString,
+                _registered_method=True)
 
 
 class TokenServiceServicer:
@@ -80,6 +85,14 @@ class TokenServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Whoami(self, request, context):
+        """The caller's own token: its namespace, role and name. Any valid token
+        may ask (not only an admin's); it learns nothing but itself.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TokenServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -97,6 +110,11 @@ def add_TokenServiceServicer_to_server(servicer, server):
                     servicer.RevokeToken,
                     request_deserializer=kairos_dot_v1_dot_tokens__pb2.RevokeTokenRequest.FromString,
                     response_serializer=kairos_dot_v1_dot_tokens__pb2.RevokeTokenResponse.SerializeToString,
+            ),
+            'Whoami': grpc.unary_unary_rpc_method_handler(
+                    servicer.Whoami,
+                    request_deserializer=kairos_dot_v1_dot_tokens__pb2.WhoamiRequest.FromString,
+                    response_serializer=kairos_dot_v1_dot_tokens__pb2.WhoamiResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -181,6 +199,33 @@ class TokenService:
             '/kairos.v1.TokenService/RevokeToken',
             kairos_dot_v1_dot_tokens__pb2.RevokeTokenRequest.SerializeToString,
             kairos_dot_v1_dot_tokens__pb2.RevokeTokenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Whoami(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kairos.v1.TokenService/Whoami',
+            kairos_dot_v1_dot_tokens__pb2.WhoamiRequest.SerializeToString,
+            kairos_dot_v1_dot_tokens__pb2.WhoamiResponse.FromString,
             options,
             channel_credentials,
             insecure,

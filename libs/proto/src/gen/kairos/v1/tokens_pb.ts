@@ -1,5 +1,6 @@
 // Kairos bearer tokens: create, list and revoke the tokens of the caller's
-// namespace. Every call needs an admin token of that namespace; the first
+// namespace, and ask who the caller is. Every call but Whoami needs an admin
+// token of that namespace; the first
 // admin token is made in the database (`kairos tokens create`, which needs
 // only DATABASE_URL), before any coordinator runs.
 //
@@ -27,7 +28,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file kairos/v1/tokens.proto.
  */
 export const file_kairos_v1_tokens: GenFile = /*@__PURE__*/
-  fileDesc("ChZrYWlyb3MvdjEvdG9rZW5zLnByb3RvEglrYWlyb3MudjEi6AEKBVRva2VuEgoKAmlkGAEgASgJEhEKCW5hbWVzcGFjZRgCIAEoCRIiCgRyb2xlGAMgASgOMhQua2Fpcm9zLnYxLlRva2VuUm9sZRIMCgRuYW1lGAQgASgJEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnJldm9rZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInUKEkNyZWF0ZVRva2VuUmVxdWVzdBIiCgRyb2xlGAEgASgOMhQua2Fpcm9zLnYxLlRva2VuUm9sZRIMCgRuYW1lGAIgASgJEhoKEmV4cGlyZXNfaW5fc2Vjb25kcxgDIAEoDRIRCgluYW1lc3BhY2UYBCABKAkiRgoTQ3JlYXRlVG9rZW5SZXNwb25zZRIfCgV0b2tlbhgBIAEoCzIQLmthaXJvcy52MS5Ub2tlbhIOCgZzZWNyZXQYAiABKAkiEwoRTGlzdFRva2Vuc1JlcXVlc3QiNgoSTGlzdFRva2Vuc1Jlc3BvbnNlEiAKBnRva2VucxgBIAMoCzIQLmthaXJvcy52MS5Ub2tlbiImChJSZXZva2VUb2tlblJlcXVlc3QSEAoIdG9rZW5faWQYASABKAkiFQoTUmV2b2tlVG9rZW5SZXNwb25zZSqBAQoJVG9rZW5Sb2xlEhoKFlRPS0VOX1JPTEVfVU5TUEVDSUZJRUQQABIVChFUT0tFTl9ST0xFX1JFQURFUhABEhUKEVRPS0VOX1JPTEVfV1JJVEVSEAISFAoQVE9LRU5fUk9MRV9BRE1JThADEhQKEFRPS0VOX1JPTEVfQUdFTlQQBDL1AQoMVG9rZW5TZXJ2aWNlEkwKC0NyZWF0ZVRva2VuEh0ua2Fpcm9zLnYxLkNyZWF0ZVRva2VuUmVxdWVzdBoeLmthaXJvcy52MS5DcmVhdGVUb2tlblJlc3BvbnNlEkkKCkxpc3RUb2tlbnMSHC5rYWlyb3MudjEuTGlzdFRva2Vuc1JlcXVlc3QaHS5rYWlyb3MudjEuTGlzdFRva2Vuc1Jlc3BvbnNlEkwKC1Jldm9rZVRva2VuEh0ua2Fpcm9zLnYxLlJldm9rZVRva2VuUmVxdWVzdBoeLmthaXJvcy52MS5SZXZva2VUb2tlblJlc3BvbnNlQm0KDWRldi5rYWlyb3MudjFCC1Rva2Vuc1Byb3RvUAFaKGthaXJvcy5kZXYvY2xpZW50L2dlbi9rYWlyb3MvdjE7a2Fpcm9zdjGqAglLYWlyb3MuVjHKAglLYWlyb3NcVjHqAgpLYWlyb3M6OlYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChZrYWlyb3MvdjEvdG9rZW5zLnByb3RvEglrYWlyb3MudjEi6AEKBVRva2VuEgoKAmlkGAEgASgJEhEKCW5hbWVzcGFjZRgCIAEoCRIiCgRyb2xlGAMgASgOMhQua2Fpcm9zLnYxLlRva2VuUm9sZRIMCgRuYW1lGAQgASgJEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnJldm9rZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInUKEkNyZWF0ZVRva2VuUmVxdWVzdBIiCgRyb2xlGAEgASgOMhQua2Fpcm9zLnYxLlRva2VuUm9sZRIMCgRuYW1lGAIgASgJEhoKEmV4cGlyZXNfaW5fc2Vjb25kcxgDIAEoDRIRCgluYW1lc3BhY2UYBCABKAkiRgoTQ3JlYXRlVG9rZW5SZXNwb25zZRIfCgV0b2tlbhgBIAEoCzIQLmthaXJvcy52MS5Ub2tlbhIOCgZzZWNyZXQYAiABKAkiEwoRTGlzdFRva2Vuc1JlcXVlc3QiNgoSTGlzdFRva2Vuc1Jlc3BvbnNlEiAKBnRva2VucxgBIAMoCzIQLmthaXJvcy52MS5Ub2tlbiImChJSZXZva2VUb2tlblJlcXVlc3QSEAoIdG9rZW5faWQYASABKAkiFQoTUmV2b2tlVG9rZW5SZXNwb25zZSIPCg1XaG9hbWlSZXF1ZXN0IlcKDldob2FtaVJlc3BvbnNlEhEKCW5hbWVzcGFjZRgBIAEoCRIMCgRyb2xlGAIgASgJEhIKCnRva2VuX25hbWUYAyABKAkSEAoIdG9rZW5faWQYBCABKAkqgQEKCVRva2VuUm9sZRIaChZUT0tFTl9ST0xFX1VOU1BFQ0lGSUVEEAASFQoRVE9LRU5fUk9MRV9SRUFERVIQARIVChFUT0tFTl9ST0xFX1dSSVRFUhACEhQKEFRPS0VOX1JPTEVfQURNSU4QAxIUChBUT0tFTl9ST0xFX0FHRU5UEAQytAIKDFRva2VuU2VydmljZRJMCgtDcmVhdGVUb2tlbhIdLmthaXJvcy52MS5DcmVhdGVUb2tlblJlcXVlc3QaHi5rYWlyb3MudjEuQ3JlYXRlVG9rZW5SZXNwb25zZRJJCgpMaXN0VG9rZW5zEhwua2Fpcm9zLnYxLkxpc3RUb2tlbnNSZXF1ZXN0Gh0ua2Fpcm9zLnYxLkxpc3RUb2tlbnNSZXNwb25zZRJMCgtSZXZva2VUb2tlbhIdLmthaXJvcy52MS5SZXZva2VUb2tlblJlcXVlc3QaHi5rYWlyb3MudjEuUmV2b2tlVG9rZW5SZXNwb25zZRI9CgZXaG9hbWkSGC5rYWlyb3MudjEuV2hvYW1pUmVxdWVzdBoZLmthaXJvcy52MS5XaG9hbWlSZXNwb25zZUJtCg1kZXYua2Fpcm9zLnYxQgtUb2tlbnNQcm90b1ABWihrYWlyb3MuZGV2L2NsaWVudC9nZW4va2Fpcm9zL3YxO2thaXJvc3YxqgIJS2Fpcm9zLlYxygIJS2Fpcm9zXFYx6gIKS2Fpcm9zOjpWMWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * A token as listed (never its secret).
@@ -224,6 +225,58 @@ export const RevokeTokenResponseSchema: GenMessage<RevokeTokenResponse> = /*@__P
   messageDesc(file_kairos_v1_tokens, 6);
 
 /**
+ * @generated from message kairos.v1.WhoamiRequest
+ */
+export type WhoamiRequest = Message<"kairos.v1.WhoamiRequest"> & {
+};
+
+/**
+ * Describes the message kairos.v1.WhoamiRequest.
+ * Use `create(WhoamiRequestSchema)` to create a new message.
+ */
+export const WhoamiRequestSchema: GenMessage<WhoamiRequest> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_tokens, 7);
+
+/**
+ * @generated from message kairos.v1.WhoamiResponse
+ */
+export type WhoamiResponse = Message<"kairos.v1.WhoamiResponse"> & {
+  /**
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * reader, writer, admin, agent; or anonymous (an --insecure coordinator
+   * called without a token).
+   *
+   * @generated from field: string role = 2;
+   */
+  role: string;
+
+  /**
+   * The token's name; empty when it has none.
+   *
+   * @generated from field: string token_name = 3;
+   */
+  tokenName: string;
+
+  /**
+   * The token's id; empty for the anonymous caller.
+   *
+   * @generated from field: string token_id = 4;
+   */
+  tokenId: string;
+};
+
+/**
+ * Describes the message kairos.v1.WhoamiResponse.
+ * Use `create(WhoamiResponseSchema)` to create a new message.
+ */
+export const WhoamiResponseSchema: GenMessage<WhoamiResponse> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_tokens, 8);
+
+/**
  * What a token may do.
  *
  * @generated from enum kairos.v1.TokenRole
@@ -309,6 +362,17 @@ export const TokenService: GenService<{
     methodKind: "unary";
     input: typeof RevokeTokenRequestSchema;
     output: typeof RevokeTokenResponseSchema;
+  },
+  /**
+   * The caller's own token: its namespace, role and name. Any valid token
+   * may ask (not only an admin's); it learns nothing but itself.
+   *
+   * @generated from rpc kairos.v1.TokenService.Whoami
+   */
+  whoami: {
+    methodKind: "unary";
+    input: typeof WhoamiRequestSchema;
+    output: typeof WhoamiResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_kairos_v1_tokens, 0);
