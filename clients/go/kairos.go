@@ -334,6 +334,8 @@ func (c *Client) GetJob(ctx context.Context, jobID string) (Job, error) {
 type JobFilter struct {
 	State string
 	Task  string
+	// Name keeps the jobs whose name starts with it.
+	Name string
 	// Limit is the page size, 1 to 1000 (0: 100).
 	Limit  uint32
 	Cursor string
@@ -341,7 +343,7 @@ type JobFilter struct {
 
 // ListJobsPage returns one page and the cursor of the next ("" on the last page).
 func (c *Client) ListJobsPage(ctx context.Context, filter JobFilter) ([]Job, string, error) {
-	request := &kairosv1.ListJobsRequest{Task: filter.Task, Limit: filter.Limit, Cursor: filter.Cursor}
+	request := &kairosv1.ListJobsRequest{Task: filter.Task, Name: filter.Name, Limit: filter.Limit, Cursor: filter.Cursor}
 	if filter.State != "" {
 		value, ok := kairosv1.JobState_value["JOB_STATE_"+strings.ToUpper(filter.State)]
 		if !ok {

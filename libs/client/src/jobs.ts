@@ -288,6 +288,8 @@ export interface AbortRunOptions {
 export interface ListJobsOptions {
   state?: Exclude<JobState, 'UNSPECIFIED'>;
   task?: string;
+  /** Only jobs whose name starts with this (case-sensitive). */
+  name?: string;
   /** Page size; server default 100, capped at 1000. */
   limit?: number;
   /** `nextCursor` of the previous page. */
@@ -378,6 +380,7 @@ function retryRequest(retry: RetryPolicyInput): RetryPolicyInit {
 export function listJobsFilter(options: ListJobsOptions): {
   state: WireJobState;
   task: string;
+  name: string;
   limit: number;
   cursor: string;
 } {
@@ -388,7 +391,7 @@ export function listJobsFilter(options: ListJobsOptions): {
     }
     state = STATE_TO_WIRE[options.state];
   }
-  return { state, task: options.task ?? '', limit: uint32(options.limit, 'limit'), cursor: options.cursor ?? '' };
+  return { state, task: options.task ?? '', name: options.name ?? '', limit: uint32(options.limit, 'limit'), cursor: options.cursor ?? '' };
 }
 
 export function jobFromWire(job: WireJob): Job {

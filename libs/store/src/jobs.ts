@@ -97,6 +97,8 @@ export interface CreatedJobId {
 export interface JobFilter {
   state?: JobState;
   task?: string;
+  /** Only jobs whose name starts with this (case-sensitive; `%` and `_` are literal). */
+  namePrefix?: string;
   /** Page size, 1..500 (callers validate). */
   limit: number;
   /** The last id of the previous page. */
@@ -179,6 +181,7 @@ function unwrappedJobQueries(db: NodePgDatabase): JobQueries {
       const conditions: SQL[] = [eq(jobs.namespace, namespace)];
       if (filter.state) conditions.push(eq(jobs.state, filter.state));
       if (filter.task) conditions.push(eq(jobs.task, filter.task));
+      if (filter.namePrefix) conditions.push(sql`starts_with(${jobs.name}, ${filter.namePrefix})`);
       if (filter.after !== undefined) {
         if (!isJobId(filter.after)) return { jobs: [], nextAfter: null };
         conditions.push(gt(jobs.id, filter.after));

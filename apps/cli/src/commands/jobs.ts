@@ -52,6 +52,7 @@ interface EditFlags extends Omit<CreateFlags, 'task' | 'idempotencyKey' | 'pause
 interface ListFlags {
   state?: Exclude<Job['state'], 'UNSPECIFIED'>;
   task?: string;
+  name?: string;
   limit?: number;
   cursor?: string;
 }
@@ -116,6 +117,7 @@ export function registerJobCommands(program: Command, io: CliIo): Command {
     .description('list jobs, oldest first, one page at a time')
     .option('--state <state>', 'only jobs in this state (DUE, CLAIMED, COMPLETED, DEAD, PAUSED, CANCELLED)', jobState)
     .option('--task <name>', 'only jobs of this task')
+    .option('--name <prefix>', 'only jobs whose name starts with this')
     .option('--limit <n>', 'page size (default 100, at most 1000)', wholeNumber(1))
     .option('--cursor <cursor>', 'continue from a previous page')
     .action(async (flags: ListFlags, command: Command) => {

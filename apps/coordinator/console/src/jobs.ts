@@ -57,6 +57,7 @@ export function jobsView(view: View, params: URLSearchParams): void {
     const query = new URLSearchParams({ limit });
     if (state) query.set('state', state);
     if (task) query.set('task', task);
+    if (name) query.set('name', name);
     if (cursor) query.set('cursor', cursor);
     let page: { jobs: Job[]; nextCursor: string | null };
     try {
@@ -66,12 +67,11 @@ export function jobsView(view: View, params: URLSearchParams): void {
       return;
     }
     if (view.left()) return;
-    const needle = name.toLowerCase();
-    const shown = needle ? page.jobs.filter((job) => (job.name ?? '').toLowerCase().includes(needle)) : page.jobs;
+    const shown = page.jobs;
     const back = params.get('back');
     replace(
       results,
-      h('p', { class: 'hint' }, `${shown.length} of ${page.jobs.length} jobs on this page${needle ? ` (name filter applies to this page)` : ''}; creation order.`),
+      h('p', { class: 'hint' }, `${shown.length} job${shown.length === 1 ? '' : 's'} on this page${name ? ` whose name starts with "${name}"` : ''}; creation order.`),
       h(
         'table',
         null,

@@ -59,6 +59,7 @@ export function jobServiceImplementation(deps: {
       if (JobState[req.state] === undefined) throw new ValidationError('state', `state ${req.state} is not a JobState value`);
       if (req.state !== JobState.UNSPECIFIED) query.state = JobState[req.state];
       if (req.task) query.task = req.task;
+      if (req.name) query.name = req.name;
       if (req.limit) query.limit = req.limit;
       if (req.cursor) query.cursor = req.cursor;
       const page = await commands.list(namespace, query);

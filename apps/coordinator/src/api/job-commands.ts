@@ -179,6 +179,7 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
         limit: filter.limit,
         ...(filter.state ? { state: filter.state } : {}),
         ...(filter.task ? { task: filter.task } : {}),
+        ...(filter.name ? { namePrefix: filter.name } : {}),
         ...(filter.cursor ? { after: filter.cursor } : {}),
       });
       return { jobs: page.jobs.map(jobView), nextCursor: page.nextAfter };

@@ -468,7 +468,8 @@ const cursorParam = (shape: Record<string, unknown>) =>
 /** GET /jobs query parameters (the OpenAPI document's, openapi.ts). */
 export const listJobsQuerySchema = z.object({
   state: z.unknown().meta({ type: 'string', enum: [...JOB_STATES], description: 'Only jobs in this state (any case)' }),
-  task: z.unknown().meta({ type: 'string', description: 'Only jobs of this task' }),
+  task: z.unknown().meta({ type: 'string', maxLength: 200, description: 'Only jobs of this task' }),
+  name: z.unknown().meta({ type: 'string', maxLength: 200, description: 'Only jobs whose name starts with this (case-sensitive)' }),
   limit: limitParam(LIMITS.defaultListPage),
   cursor: cursorParam({ format: 'uuid' }),
 });
@@ -479,6 +480,7 @@ export const listRunsQuerySchema = z.object({ limit: limitParam(LIMITS.defaultRu
 export interface ListJobsInput {
   state?: JobState;
   task?: string;
+  name?: string;
   limit: number;
   cursor?: string;
 }
@@ -494,7 +496,9 @@ export function parseListJobs(query: Record<string, unknown>): ListJobsInput {
     out.state = upper as JobState;
   }
   const task = emptyToUndefined(queryValue(query, 'task'));
-  if (task !== undefined) out.task = String(task);
+  if (task !== undefined) out.task = textFilter(task, 'task');
+  const name = emptyToUndefined(queryValue(query, 'name'));
+  if (name !== undefined) out.name = textFilter(name, 'name');
   out.limit = parseLimit(queryValue(query, 'limit'), LIMITS.defaultListPage);
   const cursor = emptyToUndefined(queryValue(query, 'cursor'));
   if (cursor !== undefined) {
@@ -503,6 +507,14 @@ export function parseListJobs(query: Record<string, unknown>): ListJobsInput {
     out.cursor = String(cursor).toLowerCase();
   }
   return out;
+}
+
+/** A text filter of a listing: at most 200 characters, and none PostgreSQL text cannot hold (NUL). */
+function textFilter(value: unknown, field: 'task' | 'name'): string {
+  const text = String(value);
+  if (text.length > 200) throw new ValidationError(field, `${field} must be at most 200 characters`);
+  if (text.includes('\u0000')) throw new ValidationError(field, `${field} must not contain NUL characters`);
+  return text;
 }
 
 /** The page size of a listing: an integer from 1 to LIMITS.listPage (in a query string, its digits). */

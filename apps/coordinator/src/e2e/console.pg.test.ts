@@ -216,16 +216,21 @@ describe('the web console', () => {
     await page.getByRole('button', { name: 'Pause' }).waitFor();
   });
 
-  test('the jobs list filters by state', async () => {
+  test('the jobs list filters by state and by name (the API filters, across pages)', async () => {
     await page.getByRole('link', { name: 'Jobs', exact: true }).click();
     await page.getByRole('link', { name: 'held-call' }).waitFor();
     await page.getByLabel('State').selectOption('DUE');
     await page.getByRole('button', { name: 'Apply' }).click();
-    await page.getByText('1 of 1 jobs on this page').waitFor();
+    await page.getByText('1 job on this page; creation order.').waitFor();
     await page.getByRole('link', { name: 'nightly-report' }).waitFor();
     await page.getByLabel('State').selectOption('');
+    await page.getByLabel('Name').fill('held');
     await page.getByRole('button', { name: 'Apply' }).click();
-    await page.getByText('2 of 2 jobs on this page').waitFor();
+    await page.getByText('1 job on this page whose name starts with "held"; creation order.').waitFor();
+    await page.getByRole('link', { name: 'held-call' }).waitFor();
+    await page.getByLabel('Name').fill('');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.getByText('2 jobs on this page; creation order.').waitFor();
     await view(page, '07-jobs');
   });
 

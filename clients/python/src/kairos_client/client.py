@@ -310,20 +310,28 @@ class Client:
         return Job.from_proto(self._call(self._jobs.GetJob, jobs_pb2.GetJobRequest(job_id=job_id)).job)
 
     def list_jobs_page(
-        self, *, state: Optional[str] = None, task: Optional[str] = None, limit: int = 100, cursor: Optional[str] = None
+        self,
+        *,
+        state: Optional[str] = None,
+        task: Optional[str] = None,
+        name: Optional[str] = None,
+        limit: int = 100,
+        cursor: Optional[str] = None,
     ) -> Page[Job]:
-        """One page of the caller's jobs (``limit`` 1 to 1000)."""
-        request = jobs_pb2.ListJobsRequest(task=task or "", limit=limit, cursor=cursor or "")
+        """One page of the caller's jobs (``limit`` 1 to 1000); ``name`` matches names starting with it."""
+        request = jobs_pb2.ListJobsRequest(task=task or "", name=name or "", limit=limit, cursor=cursor or "")
         if state is not None:
             request.state = _enum_value(jobs_pb2.JobState, _STATE_PREFIX, state, "state", JOB_STATES)
         answer = self._call(self._jobs.ListJobs, request)
         return Page([Job.from_proto(job) for job in answer.jobs], answer.next_cursor or None)
 
-    def list_jobs(self, *, state: Optional[str] = None, task: Optional[str] = None, page_size: int = 100) -> Iterator[Job]:
+    def list_jobs(
+        self, *, state: Optional[str] = None, task: Optional[str] = None, name: Optional[str] = None, page_size: int = 100
+    ) -> Iterator[Job]:
         """Every job matching the filters, fetching a page at a time."""
         cursor: Optional[str] = None
         while True:
-            page = self.list_jobs_page(state=state, task=task, limit=page_size, cursor=cursor)
+            page = self.list_jobs_page(state=state, task=task, name=name, limit=page_size, cursor=cursor)
             yield from page.items
             if page.next_cursor is None:
                 return

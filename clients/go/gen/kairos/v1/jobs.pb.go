@@ -1845,7 +1845,10 @@ type ListJobsRequest struct {
 	Limit uint32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
 	// Opaque cursor from a previous response's next_cursor, to continue that
 	// listing with the same filters. Empty: start from the beginning.
-	Cursor        string `protobuf:"bytes,4,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	Cursor string `protobuf:"bytes,4,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	// Only jobs whose name starts with this (case-sensitive), at most 200
+	// characters. Empty: any name.
+	Name          string `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1904,6 +1907,13 @@ func (x *ListJobsRequest) GetLimit() uint32 {
 func (x *ListJobsRequest) GetCursor() string {
 	if x != nil {
 		return x.Cursor
+	}
+	return ""
+}
+
+func (x *ListJobsRequest) GetName() string {
+	if x != nil {
+		return x.Name
 	}
 	return ""
 }
@@ -3567,12 +3577,13 @@ const file_kairos_v1_jobs_proto_rawDesc = "" +
 	"\rGetJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"2\n" +
 	"\x0eGetJobResponse\x12 \n" +
-	"\x03job\x18\x01 \x01(\v2\x0e.kairos.v1.JobR\x03job\"~\n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.kairos.v1.JobR\x03job\"\x92\x01\n" +
 	"\x0fListJobsRequest\x12)\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x13.kairos.v1.JobStateR\x05state\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\tR\x04task\x12\x14\n" +
 	"\x05limit\x18\x03 \x01(\rR\x05limit\x12\x16\n" +
-	"\x06cursor\x18\x04 \x01(\tR\x06cursor\"W\n" +
+	"\x06cursor\x18\x04 \x01(\tR\x06cursor\x12\x12\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\"W\n" +
 	"\x10ListJobsResponse\x12\"\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x0e.kairos.v1.JobR\x04jobs\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +

@@ -319,16 +319,18 @@ class GetJobResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
-    __slots__ = ("state", "task", "limit", "cursor")
+    __slots__ = ("state", "task", "limit", "cursor", "name")
     STATE_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     CURSOR_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
     state: JobState
     task: str
     limit: int
     cursor: str
-    def __init__(self, state: _Optional[_Union[JobState, str]] = ..., task: _Optional[str] = ..., limit: _Optional[int] = ..., cursor: _Optional[str] = ...) -> None: ...
+    name: str
+    def __init__(self, state: _Optional[_Union[JobState, str]] = ..., task: _Optional[str] = ..., limit: _Optional[int] = ..., cursor: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
     __slots__ = ("jobs", "next_cursor")
