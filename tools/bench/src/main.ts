@@ -15,14 +15,15 @@ import { SYSTEMS, configId, type SystemConfig, type SystemKey, type Variant } fr
 import { dropDatabase, serverInfo, startCluster, type BenchCluster } from './cluster';
 import { stopAllWorkers } from './procs';
 import { buildReport, type RawResults } from './report';
-import { sizesFor, WORKLOADS, type Mode, type Sizes, type WorkloadName } from './sizes';
+import { sizesFor, W6_LARGE_FUTURE, WORKLOADS, type Mode, type Sizes, type WorkloadName } from './sizes';
 import { startLagSvg } from './svg';
 import { graphileDriver } from './systems/graphile';
 import { kairosDriver } from './systems/kairos';
 import { pgBossDriver } from './systems/pgboss';
 import type { Driver } from './systems/types';
-import { buildTemplate, runMillion, runW1, runW4, runW6Small, templateName, type BenchContext } from './workloads';
+import { buildTemplate, runMillion, runW1, runW4, runW6Large, runW6Small, templateName, type BenchContext } from './workloads';
 import { runW8 } from './w8';
+import { runW9, type W9Result } from './w9';
 
 const USAGE = `Usage: npm run bench -- [options]
   (default)            full mode: the issue's sizes, 3 interleaved rounds (< 30 min)
@@ -37,8 +38,12 @@ const USAGE = `Usage: npm run bench -- [options]
   --retention          also run Kairos with retention deleting old runs (config kairos:retention), on
                        million-job databases seeded with --retention-runs old runs (default 10000000)
   --retention-runs N   old run rows seeded for --retention
+  --w6-10m             W6 also at 10,000,000 future jobs, once per system, in a database of its own
+                       (opt-in: seeding takes minutes and several GB; e.g. --only w6 --systems kairos)
   --secure             also run Kairos with authentication and mTLS on (config kairos:secure),
                        interleaved with the default: the cost of the security layer
+  --w9 N               also run W9: one coordinator with N simulated agents (real streams and heartbeats)
+                       against none, each with a 2000-job spike (Kairos only)
   --results-dir DIR    where results go (default tools/bench/results)
   --cpu-prof           write V8 CPU profiles of every Kairos/peer process to DIR/profiles-<time>/
   --pgss               load pg_stat_statements and record each phase's top statements
@@ -59,6 +64,9 @@ interface Args {
   secure: boolean;
   retention: boolean;
   retentionRuns: number;
+  w6Large: boolean;
+  /** --w9 N: W9 with N simulated agents on one coordinator (Kairos only). */
+  w9?: number;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -74,6 +82,7 @@ function parseArgs(argv: string[]): Args {
     secure: false,
     retention: false,
     retentionRuns: 10_000_000,
+    w6Large: false,
   };
   let variantsGiven = false;
   for (let i = 0; i < argv.length; i++) {
@@ -91,6 +100,13 @@ function parseArgs(argv: string[]): Args {
       case '--retention-runs':
         args.retentionRuns = Number(value());
         if (!Number.isInteger(args.retentionRuns) || args.retentionRuns < 0) throw new Error('--retention-runs must be a whole number');
+        break;
+      case '--w9':
+        args.w9 = Number(value());
+        if (!Number.isInteger(args.w9) || args.w9 < 1 || args.w9 > 20_000) throw new Error('--w9 takes a number of simulated agents, 1 to 20000');
+        break;
+      case '--w6-10m':
+        args.w6Large = true;
         break;
       case '--secure':
         args.secure = true;
@@ -201,7 +217,7 @@ function rotate<T>(items: T[], by: number): T[] {
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  const sizes: Sizes = { ...sizesFor(args.mode), ...(args.rounds ? { rounds: args.rounds } : {}), ...(args.slots ?? {}) };
+  const sizes: Sizes = { ...sizesFor(args.mode), ...(args.rounds ? { rounds: args.rounds } : {}), ...(args.slots ?? {}), ...(args.w6Large ? { w6LargeFuture: W6_LARGE_FUTURE } : {}) };
   const started = Date.now();
   // Read before anything runs: the working tree may move on during a 25-minute run.
   const measuredBuild = kairosVersion();
@@ -297,6 +313,10 @@ async function main(): Promise<void> {
         for (const system of rotate(args.systems, r)) (raw.w6small[system] ??= []).push(await runW6Small(ctx, system, r));
       }
     }
+    if (want('w6') && sizes.w6LargeFuture > 0) {
+      log(`W6 (once): ${sizes.w6LargeFuture} future jobs`);
+      for (const system of args.systems) (raw.w6large ??= {})[system] = await runW6Large(ctx, system);
+    }
     if (want('w4')) {
       const w4Configs = configs.filter((c) => c.system === 'kairos' || sizes.w4.peerVariants.includes(c.variant));
       log(`W4 (once): ${w4Configs.map((c) => c.id).join(', ')}`);
@@ -305,6 +325,11 @@ async function main(): Promise<void> {
     if (want('w8')) {
       log(`W8 (once): ${sizes.w8.jobs} jobs through each system's API, ${sizes.w8.clients} calls in flight`);
       for (const system of args.systems) raw.w8[system] = await runW8(ctx, system);
+    }
+    let w9: W9Result[] | undefined;
+    if (args.w9 !== undefined && args.systems.includes('kairos')) {
+      log(`W9 (once): one coordinator with ${args.w9} simulated agents; a 2000-job spike`);
+      w9 = await runW9(ctx, args.w9, 2000);
     }
     for (const system of args.systems) if (needTemplates) await dropDatabase(cluster, templateName(system));
 
@@ -326,6 +351,7 @@ async function main(): Promise<void> {
         configs.map((c) => [c.id, { options: raw.million[c.id]?.[0]?.options ?? null, w4Options: raw.w4[c.id]?.high.options ?? null }]),
       ),
       templateSeedMs: templateMs,
+      ...(w9 ? { w9 } : {}),
       perRound: {
         w1: raw.w1,
         million: Object.fromEntries(

@@ -9,6 +9,9 @@ export type Mode = 'full' | 'quick' | 'smoke';
 export type WorkloadName = 'w1' | 'w2' | 'w3' | 'w4' | 'w5' | 'w6' | 'w7' | 'w8';
 export const WORKLOADS: readonly WorkloadName[] = ['w1', 'w2', 'w3', 'w4', 'w5', 'w6', 'w7', 'w8'];
 
+/** W6 at the issue's scale check (`--w6-10m`): 10,000,000 future jobs. */
+export const W6_LARGE_FUTURE = 10_000_000;
+
 export interface W4Plan {
   /** Jobs in the spike at the high slot count (the seed's 2,000). */
   jobs: number;
@@ -49,6 +52,11 @@ export interface Sizes {
   /** Future jobs in W6's small database. */
   w6SmallFuture: number;
   w6Samples: number;
+  /**
+   * Future jobs in W6's large database, measured once per system after the
+   * rounds; 0 (every mode) = not run. `--w6-10m` sets W6_LARGE_FUTURE.
+   */
+  w6LargeFuture: number;
   w4: W4Plan;
   /** W8: jobs created through each system's API in batches of 1,000, with `clients` calls in flight. */
   w8: { jobs: number; clients: number };
@@ -74,6 +82,7 @@ export function sizesFor(mode: Mode): Sizes {
         w5LeadMs: 1_500,
         w6SmallFuture: 10_000,
         w6Samples: 15,
+        w6LargeFuture: 0,
         w4: {
           jobs: 2_000,
           sleepMs: 5_000,
@@ -104,6 +113,7 @@ export function sizesFor(mode: Mode): Sizes {
         w5LeadMs: 1_000,
         w6SmallFuture: 10_000,
         w6Samples: 8,
+        w6LargeFuture: 0,
         w4: {
           jobs: 2_000,
           sleepMs: 1_000,
@@ -134,6 +144,7 @@ export function sizesFor(mode: Mode): Sizes {
         w5LeadMs: 500,
         w6SmallFuture: 600,
         w6Samples: 2,
+        w6LargeFuture: 0,
         w4: {
           jobs: 20,
           sleepMs: 100,

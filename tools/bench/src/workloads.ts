@@ -7,7 +7,7 @@ import os from 'node:os';
 import { Pool } from 'pg';
 import { createStore } from '@kairos/store';
 import { Collector } from './collector';
-import { percentile, sleep, TASK_NOOP, TASK_SLEEP, type SystemConfig, type SystemKey } from './common';
+import { median, percentile, round, sleep, TASK_NOOP, TASK_SLEEP, type SystemConfig, type SystemKey } from './common';
 import { createDatabase, dropDatabase, readCounters, vacuumAnalyze, waitForBackendsGone, withClient, type BenchCluster } from './cluster';
 import { cpuDelta, cpuSnapshot, rssSampler, type CpuDelta } from './procs';
 import type { Sizes } from './sizes';
@@ -533,6 +533,68 @@ export async function runW6Small(ctx: BenchContext, system: SystemKey, round: nu
     const ms = await claimTiming(ctx, driver, url);
     ctx.log(`  W6 ${system} at ${ctx.sizes.w6SmallFuture} future jobs: ${ms?.toFixed(2)} ms per 500-row claim`);
     return ms;
+  } finally {
+    await dropDatabase(ctx.cluster, db);
+  }
+}
+
+export interface W6LargeResult {
+  futureJobs: number;
+  /** Wall time of the seeding (the driver's bulk insert), ms. */
+  insertMs: number;
+  /** VACUUM ANALYZE and CHECKPOINT after the seeding, ms. */
+  vacuumMs: number;
+  checkpointMs: number;
+  /** pg_database_size after the seeding, MiB. */
+  databaseMiB: number;
+  /** Median over `sizes.rounds` claimTiming calls on this database (each the median of w6Samples claims, as at 10k and 1M). */
+  claimMs: number | null;
+  claimMsPerRound: Array<number | null>;
+}
+
+/**
+ * W6 at the issue's scale check (`--w6-10m`): `w6LargeFuture` far-future jobs
+ * (due +2 h to +30 days, like the other W6 sizes) in a database of their own,
+ * seeded through the driver's bulk path (Kairos: INSERT … SELECT
+ * generate_series, server side), vacuumed and checkpointed, then timed with the
+ * same claimTiming. Run once per system; the database is dropped afterwards.
+ */
+export async function runW6Large(ctx: BenchContext, system: SystemKey): Promise<W6LargeResult> {
+  const driver = ctx.drivers[system];
+  const count = ctx.sizes.w6LargeFuture;
+  const db = dbName('w6l', { system, variant: 'default', id: system }, 0);
+  const url = await createDatabase(ctx.cluster, db);
+  try {
+    await driver.prepare(url);
+    const dueAtMs = Date.now() + 2 * 3_600_000;
+    const step = 1_000_000;
+    const t0 = performance.now();
+    for (let done = 0; done < count; done += step) {
+      const n = Math.min(step, count - done);
+      await driver.insert(url, { task: TASK_NOOP, count: n, phase: 0, dueAtMs, spreadMs: 30 * 86_400_000 });
+      if (count > step) ctx.log(`  W6 ${system} large: ${done + n} of ${count} inserted (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+    }
+    const insertMs = performance.now() - t0;
+    const t1 = performance.now();
+    await vacuumAnalyze(url);
+    const vacuumMs = performance.now() - t1;
+    const t2 = performance.now();
+    await withClient(url, (client) => client.query('CHECKPOINT'));
+    const checkpointMs = performance.now() - t2;
+    const { rows } = await ctx.cluster.admin.query(`SELECT pg_database_size($1)::bigint AS b`, [db]);
+    const databaseMiB = Math.round(Number(rows[0]?.b ?? 0) / 2 ** 20);
+    ctx.log(
+      `  W6 ${system} large: ${count} future jobs inserted in ${(insertMs / 1000).toFixed(1)} s, VACUUM ANALYZE ${(vacuumMs / 1000).toFixed(1)} s, ` +
+        `CHECKPOINT ${(checkpointMs / 1000).toFixed(1)} s, database ${databaseMiB} MiB`,
+    );
+    // One seeding, but as many timings as the smaller sizes get rounds: a single median of 15 moves by 10-30 % here.
+    const claimMsPerRound: Array<number | null> = [];
+    for (let r = 0; r < ctx.sizes.rounds; r++) {
+      claimMsPerRound.push(round(await claimTiming(ctx, driver, url), 3));
+      ctx.log(`  W6 ${system} at ${count} future jobs (${r + 1}/${ctx.sizes.rounds}): ${claimMsPerRound[r]?.toFixed(2)} ms per 500-row claim`);
+    }
+    const claimMs = round(median(claimMsPerRound), 3);
+    return { futureJobs: count, insertMs: Math.round(insertMs), vacuumMs: Math.round(vacuumMs), checkpointMs: Math.round(checkpointMs), databaseMiB, claimMs, claimMsPerRound };
   } finally {
     await dropDatabase(ctx.cluster, db);
   }

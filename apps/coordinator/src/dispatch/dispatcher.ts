@@ -184,15 +184,28 @@ export function createDispatcher(deps: {
           rankOf(a) - rankOf(b) || load(a) - load(b) || (lastAssigned.get(a) ?? 0) - (lastAssigned.get(b) ?? 0),
       );
     const parallel = Math.max(1, options.dbPoolSize - 2);
+    // What a claim that came back short says: nothing more is due (and unlocked) for that namespace and
+    // task set this round, so the other agents with the same ones are not asked again. Without it, a
+    // thousand idle agents cost a thousand claim statements a round (bench W9: a 2,000-job spike's p99
+    // went from 0.4 to 3.1 s, PostgreSQL's CPU from 0.1 to 5.9 s).
+    const exhausted = new Set<string>();
     for (let i = 0; i < candidates.length && !stopped; i += parallel) {
-      await Promise.all(candidates.slice(i, i + parallel).map((session) => claimFor(session)));
+      await Promise.all(candidates.slice(i, i + parallel).map((session) => claimFor(session, exhausted)));
     }
   }
 
-  async function claimFor(session: AgentSession): Promise<void> {
+  /** The claim statement's scope: agents with the same key ask for the same rows. */
+  function claimKey(agent: AgentInfo): string {
+    return `${agent.namespace}\u0000${[...agent.tasks].sort().join('\u0000')}`;
+  }
+
+  async function claimFor(session: AgentSession, exhausted: Set<string>): Promise<void> {
     const agent = agentOf(session);
     const free = slotsFor(session);
     if (!agent || free === 0) return;
+    const key = claimKey(agent);
+    if (exhausted.has(key)) return;
+    const limit = Math.min(free, options.claimBatch);
     // Read before claiming: the agent sent this heartbeat before the claim happened.
     const anchorSeq = session.lastHeartbeatSeq;
     const claimed = await store.lease.claimDue({
@@ -200,10 +213,11 @@ export function createDispatcher(deps: {
       tokenId: agent.tokenId,
       namespace: agent.namespace,
       tasks: agent.tasks,
-      limit: Math.min(free, options.claimBatch),
+      limit,
       leaseMs: options.leaseMs,
       misfireThresholdMs: options.misfireThresholdMs,
     });
+    if (claimed.length < limit) exhausted.add(key);
     if (claimed.length === 0) return;
     metrics.claims.inc(claimed.length);
     for (const job of claimed) metrics.dispatchLag.observe(Math.max(0, job.claimedAtMs - job.dueAtMs) / 1000);

@@ -186,6 +186,9 @@ describe('webhooks', () => {
     expect(new Set(calls.map((r) => r.deliveryId)).size).toBe(1);
     expect(calls[calls.length - 1]!.body.job.id).toBe(jobId);
     const [delivery] = (await restClient(next.httpUrl, tokens.admin).call<any>('GET', `/webhooks/${hook.id}/deliveries`)).body.deliveries;
-    expect(delivery).toMatchObject({ state: 'delivered', attempts: calls.length });
+    // An attempt cut short by the kill (sent, never recorded) is not counted: at most one per call seen.
+    expect(delivery.state).toBe('delivered');
+    expect(delivery.attempts).toBeGreaterThanOrEqual(1);
+    expect(delivery.attempts).toBeLessThanOrEqual(calls.length);
   }, 60_000);
 });

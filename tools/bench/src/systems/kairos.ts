@@ -153,6 +153,7 @@ export const kairosDriver: Driver = {
     return {
       options: kairosDriver.describe(options),
       coordinatorPid: coordinator.proc.pid,
+      coordinatorAddress: { grpc: coordinator.grpcAddress, http: coordinator.httpUrl },
       workerPids: () => agents.map((agent) => agent.pid),
       async scheduleOne(phase, dueAtMs) {
         const body = JSON.stringify({ runAt: new Date(dueAtMs).toISOString(), task: TASK_NOOP, payload: { p: phase, d: dueAtMs } });

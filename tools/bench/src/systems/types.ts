@@ -37,6 +37,8 @@ export interface RunningSystem {
   readonly options: Record<string, unknown>;
   /** The Kairos coordinator's pid (peers have none). */
   readonly coordinatorPid: number | null;
+  /** The Kairos coordinator's gRPC host:port and REST base URL (peers have none). */
+  readonly coordinatorAddress?: { grpc: string; http: string };
   workerPids(): number[];
   /** Schedules one job through the system's client API (W5). */
   scheduleOne(phase: number, dueAtMs: number): Promise<void>;
