@@ -99,6 +99,19 @@ describe('planNextRun', () => {
     it('cancel-other drops the late ones too: only the newest runs', () => {
       expect(plan({ ...late, misfire: 'catch-up', overlap: 'cancel-other' })).toMatchObject({ next: 10, runThrough: null });
     });
+    it('cancel-other with nothing come due during the run: the late ones follow the misfire policy', () => {
+      // The run started at 6:30 and ended at 6:45, before occurrence 7: nothing replaces 1..6.
+      const quick = { ...late, now: new Date(T0 + 6.75 * 60_000) };
+      expect(plan({ ...quick, misfire: 'fire-once', overlap: 'cancel-other' })).toEqual({
+        next: 6,
+        reason: 'misfire:fire-once',
+        runThrough: null,
+        skipped: [['misfire:fire-once', [1, 2, 3, 4, 5], 5]],
+        decidedThrough: 6.75,
+      });
+      expect(plan({ ...quick, misfire: 'catch-up', overlap: 'cancel-other' })).toMatchObject({ next: 1, reason: 'misfire:catch-up', runThrough: 6 });
+      expect(plan({ ...quick, misfire: 'skip', overlap: 'cancel-other' })).toMatchObject({ next: 7, skipped: [['misfire:skip', [1, 2, 3, 4, 5, 6], 6]] });
+    });
   });
 
   it('starts after what an earlier plan decided, so nothing is skipped twice', () => {

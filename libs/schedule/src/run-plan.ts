@@ -17,7 +17,7 @@
  *   `skip` runs none, `buffer-one` runs the first of D, `buffer-all` runs all
  *   of D in order (the latest `bufferLimit` of them), `cancel-other` runs the
  *   latest of D (the coordinator aborted the run it replaces; see
- *   docs/api.md) and none of B.
+ *   docs/api.md) and none of B; when D is empty, B follows the misfire policy.
  *
  * The occurrences to run form one contiguous stretch of the schedule, so the
  * plan is "serve `next`, then every occurrence up to `runThrough`": a job never
@@ -162,8 +162,11 @@ export function planNextRun(schedule: CronSchedule, input: RunPlanInput): RunPla
   let bRun: { fromMs: number; lastMs: number; reason: PlanReason } | null = null;
   if (bFirst !== null) {
     const bLast = last(servedMs + 1, startMs)!;
-    if (!dContiguous || input.overlap === 'cancel-other') {
-      skip(input.overlap === 'cancel-other' ? 'overlap:cancel-other' : 'overlap:buffer-all', servedMs + 1, startMs);
+    // cancel-other drops B only when a newer occurrence (from D) replaces it; with nothing from D,
+    // B follows the misfire policy like any other late stretch.
+    const replacedByNewest = input.overlap === 'cancel-other' && dRun !== null;
+    if (!dContiguous || replacedByNewest) {
+      skip(replacedByNewest ? 'overlap:cancel-other' : 'overlap:buffer-all', servedMs + 1, startMs);
     } else {
       switch (input.misfire) {
         case 'fire-once':
