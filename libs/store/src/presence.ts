@@ -35,11 +35,7 @@ export interface PresenceQueries {
    * coordinator itself is upserted with its count of agents (even none), and
    * coordinators stale for `forgetAfterMs` deleted. One statement.
    */
-  publish(
-    coordinatorId: string,
-    agents: readonly PresentAgent[],
-    options: { freshForMs: number; forgetAfterMs: number; /** Agent streams served, when not `agents.length`. */ streams?: number },
-  ): Promise<void>;
+  publish(coordinatorId: string, agents: readonly PresentAgent[], options: { freshForMs: number; forgetAfterMs: number }): Promise<void>;
   /** A coordinator that stops: its rows go at once. */
   withdraw(coordinatorId: string): Promise<void>;
   /** Agents whose publication is current (of a namespace, or all), by agent id. */
@@ -50,7 +46,7 @@ export interface PresenceQueries {
 
 export function presenceQueries(pool: Pool): PresenceQueries {
   return {
-    publish: (coordinatorId, agents, { freshForMs, forgetAfterMs, streams = agents.length }) =>
+    publish: (coordinatorId, agents, { freshForMs, forgetAfterMs }) =>
       storeCall('presence.publish', async () => {
         await pool.query(
           `WITH current AS (
@@ -84,7 +80,7 @@ export function presenceQueries(pool: Pool): PresenceQueries {
             agents.map((agent) => JSON.stringify(agent.view)),
             forgetAfterMs,
             freshForMs,
-            streams,
+            agents.length,
           ],
         );
       }),

@@ -5,7 +5,8 @@
  * the Welcome asks for, as a real agent does, holding no lease. Streams are
  * spread over connections of 50 (the coordinator allows 100 concurrent
  * streams per connection). Prints `{"ready": N}` once every stream was
- * welcomed; runs until SIGTERM.
+ * welcomed; runs until SIGTERM, then ends its streams and exits once the
+ * coordinator has closed them all.
  */
 import * as grpc from '@grpc/grpc-js';
 import { AgentService, createGrpcClient } from '@kairos/proto';
@@ -20,6 +21,8 @@ type Stream = grpc.ClientDuplexStream<unknown, { kind: { case: string; value: { 
 const clients: Array<ReturnType<typeof createGrpcClient<typeof AgentService.method>>> = [];
 const timers: NodeJS.Timeout[] = [];
 const streams: Stream[] = [];
+/** One per stream: settles when the coordinator has closed it (its status arrived). */
+const ended: Array<Promise<void>> = [];
 let welcomed = 0;
 
 for (let i = 0; i < count; i++) {
@@ -39,12 +42,16 @@ for (let i = 0; i < count; i++) {
     timers.push(setInterval(() => stream.write({ kind: { case: 'heartbeat', value: { seq: ++seq, leases: [] } } }), interval));
   });
   stream.on('error', () => undefined);
+  ended.push(new Promise((resolve) => stream.on('status', () => resolve())));
   stream.write({ kind: { case: 'hello', value: { agentId: `sim-${i}`, tasks: ['sim-idle'], capacity, version: 'bench-sim' } } });
 }
 
 process.on('SIGTERM', () => {
   for (const timer of timers) clearInterval(timer);
   for (const stream of streams) stream.end();
-  for (const client of clients) client.close();
-  setTimeout(() => process.exit(0), 200).unref();
+  // Exit once the coordinator has closed every stream (it answers a half-closed stream with its status).
+  void Promise.all(ended).then(() => {
+    for (const client of clients) client.close();
+    process.exit(0);
+  });
 });

@@ -13,6 +13,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { Pool } from 'pg';
+import { metricValue } from '@kairos/testing';
 import { TASK_NOOP } from './common';
 import { createDatabase, dropDatabase } from './cluster';
 import { cpuDelta, cpuSnapshot, type CpuDelta } from './procs';
@@ -27,12 +28,6 @@ export interface W9Result {
 }
 
 const IDLE_WINDOW_MS = 10_000;
-
-async function metric(httpUrl: string, name: string): Promise<number> {
-  const text = await (await fetch(`${httpUrl}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return line ? Number(line.split(' ')[1]) : 0;
-}
 
 function startSimulated(grpcAddress: string, count: number): Promise<ChildProcess> {
   const child = spawn(process.execPath, [path.join(__dirname, 'sim-agents.js')], {
@@ -75,7 +70,7 @@ export async function runW9(ctx: BenchContext, simulated: number, spikeJobs: num
       try {
         const address = system.coordinatorAddress!;
         if (count > 0) sim = await startSimulated(address.grpc, count);
-        const connected = await metric(address.http, 'kairos_connected_agents');
+        const connected = await metricValue(address.http, 'kairos_connected_agents');
         ctx.log(`  W9 ${count} simulated agents: ${connected} agent streams on the coordinator`);
         const before = await cpuSnapshot(system.coordinatorPid, system.workerPids(), ctx.cluster.pid);
         await new Promise((resolve) => setTimeout(resolve, IDLE_WINDOW_MS));
@@ -94,7 +89,11 @@ export async function runW9(ctx: BenchContext, simulated: number, spikeJobs: num
         );
         results.push(result);
       } finally {
-        sim?.kill('SIGTERM');
+        if (sim) {
+          const exited = new Promise((resolve) => sim!.once('exit', resolve));
+          sim.kill('SIGTERM');
+          await exited;
+        }
         await system.stop();
       }
     } finally {

@@ -6,6 +6,7 @@
 import { deliveryJson, WEBHOOK_EVENTS, webhookJson, type WebhookDelivery, type WebhookEvent } from '@kairos/client';
 import { InvalidArgumentError, type Command } from 'commander';
 import { globalOptions, withClient } from '../context';
+import { wholeNumber } from '../flags';
 import type { CliIo } from '../io';
 import { formatTable, formatTime, NONE, writeJson } from '../output';
 
@@ -66,10 +67,7 @@ export function registerWebhookCommands(program: Command, io: CliIo): void {
   webhooks
     .command('deliveries <webhookId>')
     .description("a webhook's deliveries, newest first")
-    .option('--limit <n>', 'at most this many (1 to 200, default 50)', (value: string) => {
-      if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 200) throw new InvalidArgumentError('must be a whole number from 1 to 200');
-      return Number(value);
-    })
+    .option('--limit <n>', 'at most this many (1 to 200, default 50)', wholeNumber(1))
     .option('--cursor <cursor>', 'the next page, from a previous answer')
     .action(async (webhookId: string, flags: { limit?: number; cursor?: string }, command: Command) => {
       const globals = globalOptions(command, io);

@@ -31,7 +31,7 @@ export function webhookServiceImplementation(deps: { webhooks: WebhookCommands; 
     listWebhookDeliveries: unary('admin', async (req, namespace) => {
       const page = await deps.webhooks.deliveries(namespace, req.webhookId, {
         ...(req.limit ? { limit: req.limit } : {}),
-        ...(req.cursor ? { before: req.cursor } : {}),
+        ...(req.cursor ? { cursor: req.cursor } : {}),
       });
       return { deliveries: page.deliveries.map(toDeliveryMessage), nextCursor: page.nextCursor ?? '' };
     }),

@@ -8,8 +8,18 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { createTokenSchema } from './token-commands';
-import { createWebhookSchema, MAX_DELIVERIES_PAGE } from './webhook-commands';
-import { backfillSchema, createJobSchema, createJobsSchema, editJobSchema, LIMITS, listJobsQuerySchema, listRunsQuerySchema, previewSchema } from './validation';
+import { createWebhookSchema } from './webhook-commands';
+import {
+  backfillSchema,
+  createJobSchema,
+  createJobsSchema,
+  editJobSchema,
+  LIMITS,
+  listDeliveriesQuerySchema,
+  listJobsQuerySchema,
+  listRunsQuerySchema,
+  previewSchema,
+} from './validation';
 import { RESPONSE_SCHEMAS } from './views';
 
 type JsonSchema = Record<string, unknown>;
@@ -334,11 +344,7 @@ function paths(): JsonSchema {
         summary: "A webhook's deliveries, newest first, a page at a time (admin)",
         operationId: 'listWebhookDeliveries',
         tags: ['webhooks'],
-        parameters: [
-          { ...jobIdParam, description: 'The webhook id (a UUID)' },
-          { name: 'limit', in: 'query', required: false, description: `1 to ${MAX_DELIVERIES_PAGE} (default 50)`, schema: { type: 'integer', minimum: 1, maximum: MAX_DELIVERIES_PAGE } },
-          { name: 'cursor', in: 'query', required: false, description: "The previous page's nextCursor", schema: { type: 'string', pattern: '^[0-9]{1,18}$' } },
-        ],
+        parameters: [{ ...jobIdParam, description: 'The webhook id (a UUID)' }, ...queryParams(listDeliveriesQuerySchema)],
         responses: { '200': json('DeliveryList', 'A page of deliveries'), '404': failure("No such webhook in the caller's namespace"), '414': failure('The id in the path is too long'), ...COMMON_ERRORS },
       },
     },

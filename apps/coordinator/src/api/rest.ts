@@ -194,10 +194,7 @@ export function createRestServer(deps: {
     return reply.code(204).send();
   });
   app.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>('/webhooks/:id/deliveries', async (request) =>
-    deps.webhooks.deliveries(namespaceFor(request, 'admin'), request.params.id, {
-      limit: queryValue(request.query, 'limit'),
-      before: queryValue(request.query, 'cursor'),
-    }),
+    deps.webhooks.deliveries(namespaceFor(request, 'admin'), request.params.id, request.query),
   );
   const openapi = JSON.stringify(openApiDocument());
   app.get('/openapi.json', async (_request, reply) => reply.type('application/json').send(openapi));

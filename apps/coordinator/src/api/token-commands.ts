@@ -6,9 +6,8 @@
 import { z } from 'zod';
 import { TOKEN_ROLES, type Store, type TokenRecord, type TokenRole } from '@kairos/store';
 import { ApiError } from './errors';
-import { findJsonProblem } from './json-safety';
 import type { TokenView } from './views';
-import { ValidationError, fromZod, parseId } from './validation';
+import { parseBody, parseId } from './validation';
 
 export type { TokenView } from './views';
 
@@ -37,15 +36,8 @@ export const createTokenSchema = z.strictObject({
 export function tokenCommands(store: Store): TokenCommands {
   return {
     async create(namespace, body) {
-      if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-        throw new ValidationError('body', 'request body must be a JSON object');
-      }
-      // NUL and lone surrogates first: PostgreSQL text cannot hold them (a 500 before this check).
-      const unsafe = findJsonProblem(body as Record<string, unknown>, 4);
-      if (unsafe) throw new ValidationError(unsafe.field, unsafe.message);
-      const parsed = createTokenSchema.safeParse(body);
-      if (!parsed.success) throw fromZod(parsed.error, body);
-      const input = parsed.data;
+      // NUL and lone surrogates are refused first: PostgreSQL text cannot hold them (a 500 before this check).
+      const input = parseBody(createTokenSchema, body, 4);
       if (input.namespace !== undefined && input.namespace !== namespace) {
         throw new ApiError('permission_denied', `an admin token of namespace ${namespace} can make tokens only for ${namespace}`, 'namespace');
       }

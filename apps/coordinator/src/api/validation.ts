@@ -48,6 +48,8 @@ export const LIMITS = {
   timeoutSeconds: 7 * 24 * 3600,
   listPage: 1000,
   defaultListPage: 100,
+  deliveriesPage: 200,
+  defaultDeliveriesPage: 50,
   /** GET /jobs/{id}/runs answers a whole history of up to this many runs by default. */
   defaultRunsPage: 1000,
   previewCount: MAX_PREVIEW_COUNT,
@@ -201,16 +203,24 @@ export interface CreateJobInput {
   requestDigest: string;
 }
 
-export function parseCreateJob(body: unknown): CreateJobInput {
+/**
+ * A request body that must be a JSON object matching `schema`: an object, then
+ * (before any recursive code sees it) no nesting deeper than `maxDepth`, NUL or
+ * lone surrogate, then the schema; each refusal names its field.
+ */
+export function parseBody<S extends z.ZodType>(schema: S, body: unknown, maxDepth: number): z.infer<S> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new ValidationError('body', 'request body must be a JSON object');
   }
-  // First, before any recursive code sees it: depth, NUL, lone surrogates.
-  const unsafe = findJsonProblem(body as Record<string, unknown>, MAX_PAYLOAD_DEPTH);
+  const unsafe = findJsonProblem(body as Record<string, unknown>, maxDepth);
   if (unsafe) throw new ValidationError(unsafe.field, unsafe.message);
-  const parsed = createJobSchema.safeParse(body);
+  const parsed = schema.safeParse(body);
   if (!parsed.success) throw fromZod(parsed.error, body);
-  const req = parsed.data;
+  return parsed.data;
+}
+
+export function parseCreateJob(body: unknown): CreateJobInput {
+  const req = parseBody(createJobSchema, body, MAX_PAYLOAD_DEPTH);
   const hasRunAt = req.runAt !== undefined && req.runAt !== null;
   const hasSchedule = req.schedule !== undefined && req.schedule !== null;
   if (hasRunAt === hasSchedule) {
@@ -460,8 +470,8 @@ export function queryValue(query: Record<string, unknown>, field: string): unkno
   return value;
 }
 
-const limitParam = (fallback: number) =>
-  z.unknown().meta({ type: 'integer', minimum: 1, maximum: LIMITS.listPage, default: fallback, description: 'Page size' });
+const limitParam = (fallback: number, max: number = LIMITS.listPage) =>
+  z.unknown().meta({ type: 'integer', minimum: 1, maximum: max, default: fallback, description: 'Page size' });
 const cursorParam = (shape: Record<string, unknown>) =>
   z.unknown().meta({ type: 'string', ...shape, description: 'The nextCursor of the previous page, as given; a cursor not from this listing is a 400' });
 
@@ -476,6 +486,12 @@ export const listJobsQuerySchema = z.object({
 
 /** GET /jobs/{id}/runs query parameters. */
 export const listRunsQuerySchema = z.object({ limit: limitParam(LIMITS.defaultRunsPage), cursor: cursorParam({ pattern: '^[0-9]{1,15}$' }) });
+
+/** GET /webhooks/{id}/deliveries query parameters (newest first: the cursor is the last delivery id seen). */
+export const listDeliveriesQuerySchema = z.object({
+  limit: limitParam(LIMITS.defaultDeliveriesPage, LIMITS.deliveriesPage),
+  cursor: cursorParam({ pattern: '^[0-9]{1,18}$' }),
+});
 
 export interface ListJobsInput {
   state?: JobState;
@@ -517,15 +533,25 @@ function textFilter(value: unknown, field: 'task' | 'name'): string {
   return text;
 }
 
-/** The page size of a listing: an integer from 1 to LIMITS.listPage (in a query string, its digits). */
-function parseLimit(value: unknown, fallback: number): number {
+/** The page size of a listing: an integer from 1 to `max` (in a query string, its digits). */
+function parseLimit(value: unknown, fallback: number, max: number = LIMITS.listPage): number {
   const limit = emptyToUndefined(value);
   if (limit === undefined) return fallback;
   const n = Number(limit);
-  if (!Number.isInteger(n) || n < 1 || n > LIMITS.listPage) {
-    throw new ValidationError('limit', `limit must be an integer from 1 to ${LIMITS.listPage}`);
+  if (!Number.isInteger(n) || n < 1 || n > max) {
+    throw new ValidationError('limit', `limit must be an integer from 1 to ${max}`);
   }
   return n;
+}
+
+/** GET /webhooks/{id}/deliveries and ListWebhookDeliveries: `limit` (1 to 200, default 50) and `cursor`. */
+export function parseListDeliveries(query: Record<string, unknown>): { limit: number; before: number | null } {
+  const cursor = emptyToUndefined(queryValue(query, 'cursor'));
+  if (cursor !== undefined && !/^\d{1,18}$/.test(String(cursor))) throw new ValidationError('cursor', 'cursor is not valid: pass back a nextCursor');
+  return {
+    limit: parseLimit(queryValue(query, 'limit'), LIMITS.defaultDeliveriesPage, LIMITS.deliveriesPage),
+    before: cursor === undefined ? null : Number(cursor),
+  };
 }
 
 /** GET /jobs/{id}/runs and ListRuns: `limit` (1 to 1000, default 1000) and `cursor` (from a previous page). */

@@ -7,8 +7,7 @@
 import { z } from 'zod';
 import { WEBHOOK_EVENTS, type DeliveryRecord, type Store, type WebhookEvent, type WebhookRecord } from '@kairos/store';
 import { ApiError } from './errors';
-import { findJsonProblem } from './json-safety';
-import { ValidationError, fromZod, parseId } from './validation';
+import { parseBody, parseId, parseListDeliveries } from './validation';
 import type { DeliveryView, WebhookView } from './views';
 
 export interface WebhookCommands {
@@ -16,11 +15,9 @@ export interface WebhookCommands {
   create(namespace: string, body: unknown): Promise<{ webhook: WebhookView; secret: string }>;
   list(namespace: string): Promise<WebhookView[]>;
   remove(namespace: string, webhookId: string): Promise<void>;
-  /** Newest first; `before` is the previous page's `nextCursor`. */
-  deliveries(namespace: string, webhookId: string, query: { limit?: unknown; before?: unknown }): Promise<{ deliveries: DeliveryView[]; nextCursor: string | null }>;
+  /** Newest first; query `limit` and `cursor` (the previous page's `nextCursor`), as REST takes them. */
+  deliveries(namespace: string, webhookId: string, query: Record<string, unknown>): Promise<{ deliveries: DeliveryView[]; nextCursor: string | null }>;
 }
-
-export const MAX_DELIVERIES_PAGE = 200;
 
 export const createWebhookSchema = z.strictObject({
   url: z
@@ -52,12 +49,7 @@ export function webhookCommands(deps: {
   const { store, allowHosts } = deps;
   return {
     async create(namespace, body) {
-      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ValidationError('body', 'request body must be a JSON object');
-      const unsafe = findJsonProblem(body as Record<string, unknown>, 4);
-      if (unsafe) throw new ValidationError(unsafe.field, unsafe.message);
-      const parsed = createWebhookSchema.safeParse(body);
-      if (!parsed.success) throw fromZod(parsed.error, body);
-      const input = parsed.data;
+      const input = parseBody(createWebhookSchema, body, 4);
       const url = new URL(input.url);
       if (allowHosts.length > 0 && !allowHosts.includes(url.hostname) && !allowHosts.includes(url.host)) {
         throw new ApiError('permission_denied', `host "${url.host}" is not on this coordinator's webhook allow-list (KAIROS_WEBHOOK_ALLOW_HOSTS)`, 'url');
@@ -85,8 +77,7 @@ export function webhookCommands(deps: {
     async deliveries(namespace, webhookId, query) {
       const id = parseId(webhookId, 'webhookId');
       if (!(await store.webhooks.get(namespace, id))) throw webhookNotFound(webhookId);
-      const limit = pageLimit(query.limit);
-      const before = cursorOf(query.before);
+      const { limit, before } = parseListDeliveries(query);
       const rows = await store.webhooks.deliveries(namespace, id, { limit: limit + 1, before });
       const page = rows.slice(0, limit);
       return { deliveries: page.map(deliveryView), nextCursor: rows.length > limit ? String(page[page.length - 1]!.id) : null };
@@ -96,22 +87,6 @@ export function webhookCommands(deps: {
 
 function webhookNotFound(webhookId: string): ApiError {
   return new ApiError('not_found', `webhook ${webhookId} not found`, undefined, undefined, 'WEBHOOK_NOT_FOUND');
-}
-
-function pageLimit(value: unknown): number {
-  if (value === undefined || value === '') return 50;
-  const text = String(value);
-  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > MAX_DELIVERIES_PAGE) {
-    throw new ValidationError('limit', `limit must be a whole number from 1 to ${MAX_DELIVERIES_PAGE}`);
-  }
-  return Number(text);
-}
-
-function cursorOf(value: unknown): number | null {
-  if (value === undefined || value === '') return null;
-  const text = String(value);
-  if (!/^\d{1,18}$/.test(text)) throw new ValidationError('cursor', 'cursor must be the nextCursor of a previous page');
-  return Number(text);
 }
 
 export function webhookView(webhook: WebhookRecord): WebhookView {
