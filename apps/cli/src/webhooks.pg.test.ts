@@ -62,7 +62,10 @@ describe('kairos webhooks (and the client)', () => {
     const job = await client.createJob({ task: 'http', runAt: new Date(), maxAttempts: 1, payload: { url: `http://127.0.0.1:${port}/task` } });
     client.close();
     await waitFor(() => received.length >= 2, { timeoutMs: 30_000, description: 'two deliveries received' });
-    const page = JSON.parse((await cli(['--json', 'webhooks', 'deliveries', hook!.id])).stdout) as { deliveries: Array<Record<string, unknown>>; nextCursor: string | null };
+    // The receiver answers before the coordinator records the answer: wait for the record too.
+    const deliveries = async () => JSON.parse((await cli(['--json', 'webhooks', 'deliveries', hook!.id])).stdout) as { deliveries: Array<Record<string, unknown>>; nextCursor: string | null };
+    await waitFor(async () => (await deliveries()).deliveries.every((d) => d.state === 'delivered'), { timeoutMs: 30_000, description: 'both deliveries recorded delivered' });
+    const page = await deliveries();
     expect(page.deliveries.map((d) => [d.event, d.state, d.jobId, d.attempts, d.lastStatus]).sort()).toEqual([
       ['job.dead', 'delivered', job.job.id, 1, 204],
       ['occurrence.failed', 'delivered', job.job.id, 1, 204],

@@ -150,8 +150,10 @@ describe('webhooks', () => {
     expect(receiver.received.every((r) => r.signatureValid)).toBe(true);
     expect(new Set(attempts.map((r) => JSON.stringify(r.body))).size).toBe(1);
 
-    const deliveries = await deliveriesOf(hook.id);
-    const failedDelivery = deliveries.find((d) => d.id === failed.deliveryId)!;
+    // The receiver answers before the coordinator records the answer: wait for the record.
+    const recorded = async () => (await deliveriesOf(hook.id)).find((d) => d.id === failed.deliveryId)!;
+    await waitFor(async () => (await recorded()).state === 'delivered', { timeoutMs: 15_000, description: 'the delivery recorded delivered' });
+    const failedDelivery = await recorded();
     expect(failedDelivery).toMatchObject({ event: 'occurrence.failed', jobId, state: 'delivered', attempts: 3, lastStatus: 200, lastError: null, nextAttemptAt: null });
     expect(await metricValue(coordinator.httpUrl, 'kairos_webhook_deliveries_total', { result: 'retry' })).toBeGreaterThanOrEqual(4);
     expect((await admin.call<any>('DELETE', `/webhooks/${hook.id}`)).status).toBe(204);
@@ -185,7 +187,9 @@ describe('webhooks', () => {
     const calls = receiver.received.filter((r) => r.path === '/restart');
     expect(new Set(calls.map((r) => r.deliveryId)).size).toBe(1);
     expect(calls[calls.length - 1]!.body.job.id).toBe(jobId);
-    const [delivery] = (await restClient(next.httpUrl, tokens.admin).call<any>('GET', `/webhooks/${hook.id}/deliveries`)).body.deliveries;
+    const latest = async () => (await restClient(next.httpUrl, tokens.admin).call<any>('GET', `/webhooks/${hook.id}/deliveries`)).body.deliveries[0];
+    await waitFor(async () => (await latest()).state === 'delivered', { timeoutMs: 15_000, description: 'the delivery recorded delivered' });
+    const delivery = await latest();
     // An attempt cut short by the kill (sent, never recorded) is not counted: at most one per call seen.
     expect(delivery.state).toBe('delivered');
     expect(delivery.attempts).toBeGreaterThanOrEqual(1);
