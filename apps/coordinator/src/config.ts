@@ -36,6 +36,8 @@ const schema = z
     KAIROS_AGENT_QUARANTINE_MS: positiveMs.default(30_000),
     KAIROS_AGENT_QUARANTINE_MAX_MS: positiveMs.default(600_000),
     KAIROS_ABORT_GRACE_MS: positiveMs.max(3_600_000).default(30_000),
+    KAIROS_PREDISPATCH_MS: z.coerce.number().int().min(0).max(10_000).default(2_000),
+    KAIROS_WITHDRAW_WAIT_MS: positiveMs.max(30_000).default(2_000),
     KAIROS_RUN_RETENTION_MS: z.coerce.number().int().min(0).default(30 * 86_400_000),
     KAIROS_JOB_RETENTION_MS: z.coerce.number().int().min(0).default(30 * 86_400_000),
     KAIROS_RETENTION_INTERVAL_MS: positiveMs.min(100).default(10_000),
@@ -116,6 +118,14 @@ export interface CoordinatorOptions {
    * agent's own wait for a handler to stop.
    */
   abortGraceMs: number;
+  /**
+   * Pre-dispatch look-ahead cap (KAIROS_PREDISPATCH_MS, default 2 s; 0: off):
+   * agents that support it are handed jobs due within up to this long, and
+   * start them at the due instant. Never more than half the lease.
+   */
+  preDispatchMs: number;
+  /** How long a cancel, pause or edit of a pre-dispatched job waits for the holder to give it back (then 409). */
+  withdrawWaitMs: number;
   /** Runs finished longer ago than this are deleted (0 in the environment: kept forever, null here). */
   runRetentionMs: number | null;
   /** COMPLETED and CANCELLED jobs unchanged for longer than this are deleted with their runs (0: kept forever). */
@@ -232,6 +242,8 @@ export function coordinatorOptionsFromEnv(
     agentSilenceLimitMs: e.KAIROS_AGENT_SILENCE_LIMIT_MS ?? Math.max(3 * leaseMs, 30_000),
     agentQuarantineMs: e.KAIROS_AGENT_QUARANTINE_MS,
     abortGraceMs: e.KAIROS_ABORT_GRACE_MS,
+    preDispatchMs: Math.min(e.KAIROS_PREDISPATCH_MS, Math.floor(leaseMs / 2)),
+    withdrawWaitMs: e.KAIROS_WITHDRAW_WAIT_MS,
     runRetentionMs: e.KAIROS_RUN_RETENTION_MS === 0 ? null : e.KAIROS_RUN_RETENTION_MS,
     jobRetentionMs: e.KAIROS_JOB_RETENTION_MS === 0 ? null : e.KAIROS_JOB_RETENTION_MS,
     retentionIntervalMs: e.KAIROS_RETENTION_INTERVAL_MS,

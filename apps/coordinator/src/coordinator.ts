@@ -35,6 +35,7 @@ import { webhookCommands } from './api/webhook-commands';
 import type { CoordinatorOptions, ServerLimits, TlsFiles } from './config';
 import { drainSessions } from './dispatch/agent-session';
 import { createDispatcher } from './dispatch/dispatcher';
+import { createDbClock } from './dispatch/db-clock';
 import { createPresence, type Presence } from './dispatch/presence';
 import { createRebalancer } from './dispatch/rebalance';
 import { createReaper } from './maintenance/reaper';
@@ -116,7 +117,9 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
   if (tracing.enabled) log.info('tracing on: spans go to the exporter the OTEL_ environment names');
   // Presence publishes when agents come and go; it is made right after the dispatcher it reads.
   let presence: Presence | undefined;
+  const dbClock = createDbClock(() => store.clockMs());
   const dispatcher = createDispatcher({
+    dbClock,
     store,
     options,
     logger: log.child({ component: 'dispatcher' }),
@@ -166,6 +169,8 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
     payloadSchemas,
     onJobsDue: () => dispatcher.wake(),
     onAbort: () => metrics.abortsRequested.inc(),
+    onWithdrawal: (result) => metrics.withdrawals.inc({ result }),
+    withdrawWaitMs: options.withdrawWaitMs,
     retryDefaults: retry,
     tracing,
   });
@@ -203,6 +208,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
       logger: log.child({ component: 'agents' }),
       isShuttingDown: () => shuttingDown,
       tracing,
+      dbClock,
     }),
   });
   const health = new HealthImplementation({
@@ -249,9 +255,10 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
   const httpPort = typeof httpAddress === 'object' && httpAddress ? httpAddress.port : options.httpPort;
 
   const listener = store.listen(
-    { onDue: () => dispatcher.wake(), onAbort: (lease) => dispatcher.revokeAborted(lease) },
-    { onReconnected: () => log.child({ component: 'listen' }).info('listening for due jobs and aborts again') },
+    { onDue: () => dispatcher.wake(), onAbort: (lease) => dispatcher.revokeAborted(lease), onWithdraw: (lease) => dispatcher.withdraw(lease) },
+    { onReconnected: () => log.child({ component: 'listen' }).info('listening for due jobs, aborts and withdrawals again') },
   );
+  if (options.preDispatchMs > 0) dbClock.start();
   dispatcher.start();
   agentsView.start();
   reaper.start();
@@ -290,6 +297,7 @@ export async function startCoordinator(options: CoordinatorOptions, logger?: Log
       stopWatchingCertificate?.();
       log.info('shutting down: agents are told to move to another coordinator');
       health.setStatus('', 'NOT_SERVING');
+      dbClock.stop();
       await dispatcher.stop();
       drainSessions(dispatcher.sessions(), options.shutdownGraceMs);
       await waitUntil(() => dispatcher.sessions().length === 0, options.shutdownGraceMs);

@@ -41,6 +41,8 @@ export interface Metrics {
   abortsRequested: Counter;
   payloadSchemasRefused: Counter;
   abortRevokes: Counter;
+  preDispatched: Counter;
+  withdrawals: Counter<'result'>;
   retentionDeleted: Counter<'table'>;
   runsFinished: Counter<'outcome'>;
   jobsDead: Counter;
@@ -190,6 +192,17 @@ export function createMetrics(sources: MetricSources): Metrics {
     abortsRequested: new Counter({
       name: 'kairos_aborts_requested_total',
       help: 'Running runs an operator asked to abort (POST /jobs/{id}/abort, AbortRun), through this coordinator',
+      registers: [registry],
+    }),
+    preDispatched: new Counter({
+      name: 'kairos_predispatched_total',
+      help: 'Jobs this coordinator claimed ahead of their due instant and handed to agents to start then',
+      registers: [registry],
+    }),
+    withdrawals: new Counter({
+      name: 'kairos_withdrawals_total',
+      help: 'Cancels, pauses and edits of pre-dispatched jobs that asked the holder for the lease back, by result (withdrawn, refused, moved, timed-out)',
+      labelNames: ['result'],
       registers: [registry],
     }),
     abortRevokes: new Counter({

@@ -31,6 +31,7 @@ describe('claim cost does not grow with far-future jobs', () => {
         60_000,
         'default',
         null,
+        0,
       ]);
       const plan = rows[0]['QUERY PLAN'][0];
       const text = JSON.stringify(plan);

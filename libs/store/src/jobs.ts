@@ -221,7 +221,8 @@ function unwrappedJobQueries(db: NodePgDatabase): JobQueries {
       if (tasks.length === 0) return null;
       const result = await db.execute<{ ms: string | number | null }>(
         sql`SELECT floor(extract(epoch FROM (min(next_run_at) - now())) * 1000) AS ms
-            FROM jobs WHERE state = 'DUE' AND task = ANY(${sql.param([...tasks])}::text[])`,
+            FROM jobs WHERE state = 'DUE' AND task = ANY(${sql.param([...tasks])}::text[])
+              AND (held_until IS NULL OR held_until <= now())`,
       );
       const ms = result.rows[0]?.ms;
       return ms === null || ms === undefined ? null : Number(ms);

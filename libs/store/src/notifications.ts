@@ -12,18 +12,26 @@
  *   holding agent sends it a Revoke at once. A lost notification only costs
  *   latency too: every renewal of an aborted lease tells the agent as well.
  *
+ * - `kairos_withdraw` (lease/withdraw.ts): a user's cancel, pause or edit
+ *   asks for a pre-dispatched lease back; the payload is `<job id>:<generation>`.
+ *   The coordinator serving the holding agent sends it a Withdraw. A lost
+ *   notification costs the requester its bounded wait (then a 409).
+ *
  * The channel names live here, beside the store that sends them.
  */
 import { Client } from 'pg';
 
 export const DUE_CHANNEL = 'kairos_due';
 export const ABORT_CHANNEL = 'kairos_abort';
+export const WITHDRAW_CHANNEL = 'kairos_withdraw';
 
 export interface ChangeHandlers {
   /** A job may have become due. */
   onDue(): void;
   /** The run holding lease (jobId, generation) was aborted. */
   onAbort?(lease: { jobId: string; leaseGeneration: number }): void;
+  /** A user asked for the pre-dispatched lease (jobId, generation) back. */
+  onWithdraw?(lease: { jobId: string; leaseGeneration: number }): void;
 }
 
 export interface ChangeListener {
@@ -46,6 +54,11 @@ export function listenForChanges(
       if (lease !== undefined) handlers.onAbort?.(lease);
       return;
     }
+    if (message.channel === WITHDRAW_CHANNEL) {
+      const lease = parseAbortPayload(message.payload);
+      if (lease !== undefined) handlers.onWithdraw?.(lease);
+      return;
+    }
     handlers.onDue();
   };
 
@@ -66,7 +79,7 @@ export function listenForChanges(
     next.on('notification', onNotification);
     try {
       await next.connect();
-      await next.query(`LISTEN ${DUE_CHANNEL}; LISTEN ${ABORT_CHANNEL}`);
+      await next.query(`LISTEN ${DUE_CHANNEL}; LISTEN ${ABORT_CHANNEL}; LISTEN ${WITHDRAW_CHANNEL}`);
       if (stopped) {
         await next.end();
         return;

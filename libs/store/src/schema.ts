@@ -74,6 +74,10 @@ export const jobs = pgTable('jobs', {
   busySince: tstz('busy_since'),
   // Set while a backfill runs (migration 0009): where the regular schedule resumes.
   backfillResumeAt: tstz('backfill_resume_at'),
+  // Pre-dispatch (migration 0015); written by lease/withdraw.ts and lease/release.ts, read by the claim.
+  withdrawGeneration: bigint('withdraw_generation', { mode: 'number' }),
+  withdrawRequestedAt: tstz('withdraw_requested_at'),
+  heldUntil: tstz('held_until'),
 });
 
 export const runs = pgTable('runs', {

@@ -39,6 +39,8 @@ export interface Store {
   pendingMigrations(): Promise<string[]>;
   /** True when a trivial query answers (readiness). */
   ping(): Promise<boolean>;
+  /** The database's clock now, epoch milliseconds with fractions (clock_timestamp()). */
+  clockMs(): Promise<number>;
   /**
    * Calls `onDue` whenever a job may have become due, and `onAbort` whenever a
    * running run was aborted (any coordinator's write), from its own connection.
@@ -75,6 +77,10 @@ export function createStore(pool: Pool, options: StoreOptions = {}): Store {
       } catch {
         return false;
       }
+    },
+    async clockMs() {
+      const { rows } = await pool.query('SELECT extract(epoch FROM clock_timestamp())::float8 * 1000 AS ms');
+      return Number(rows[0].ms);
     },
     listen(handlers, hooks) {
       if (connectionString === undefined) throw new Error('listen needs a pool made from a connection string');

@@ -29,6 +29,8 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'postgres-crash',
   'postgres-pause',
   'cancel-storm',
+  'predispatch-kill',
+  'predispatch-cancel',
 ];
 
 /**
@@ -239,6 +241,47 @@ async function inject(context: FaultContext, kind: FaultKind): Promise<HFault> {
       const upAt = Date.now();
       return { kind, target: 'postgres', detail: `SIGSTOP of every PostgreSQL process for ${Math.round(holdMs)} ms`, injectedAt, backAt: upAt, healedAt: upAt };
     }
+    case 'predispatch-kill': {
+      // The agent holding the most pre-dispatched jobs, killed before it starts them: they must run
+      // elsewhere once its leases expire, each once.
+      let agent: AgentSlot | undefined;
+      let held = 0;
+      for (let tries = 0; tries < 20 && agent === undefined; tries++) {
+        const counts = new Map<string, number>();
+        for (const job of await preDispatched(context)) counts.set(job.owner, (counts.get(job.owner) ?? 0) + 1);
+        const running = cluster.agents.filter((slot) => cluster.isRunning(slot.proc) && (counts.get(slot.agentId) ?? 0) > 0);
+        if (running.length > 0) {
+          agent = running.reduce((best, slot) => ((counts.get(slot.agentId) ?? 0) > (counts.get(best.agentId) ?? 0) ? slot : best));
+          held = counts.get(agent.agentId) ?? 0;
+        } else {
+          await sleep(100);
+        }
+      }
+      agent ??= await busiestAgent(context);
+      const injectedAt = Date.now();
+      await cluster.stopAgent(agent, 'SIGKILL');
+      context.log('agent holding pre-dispatched jobs killed', { agent: agent.agentId, preDispatched: held });
+      await sleep(rng.between(1_000, 3_000));
+      await cluster.startAgent(agent);
+      return { kind, target: agent.agentId, detail: `kill -9 holding ${held} pre-dispatched jobs, restarted`, injectedAt, backAt: injectedAt, healedAt: Date.now() };
+    }
+    case 'predispatch-cancel': {
+      // Cancels of jobs that agents hold but have not started: 204 must mean they never run.
+      const injectedAt = Date.now();
+      let targets: string[] = [];
+      for (let tries = 0; tries < 20 && targets.length === 0; tries++) {
+        const known = new Set(context.workload.jobsAboutToRun(0, 5_000));
+        targets = (await preDispatched(context)).map((job) => job.id).filter((id) => known.has(id));
+        if (targets.length === 0) await sleep(100);
+      }
+      const wave = rng.shuffle(targets).slice(0, 20);
+      const answers = await Promise.all(wave.map((id) => context.workload.cancel(id)));
+      const tally = (status: number) => answers.filter((s) => s === status).length;
+      const detail = `${answers.length} cancels of pre-dispatched jobs: ${tally(204)} x 204, ${tally(409)} x 409, ${answers.length - tally(204) - tally(409)} other`;
+      context.log('pre-dispatched cancels', { detail });
+      const doneAt = Date.now();
+      return { kind, target: 'client', detail, injectedAt, backAt: doneAt, healedAt: doneAt };
+    }
     case 'cancel-storm': {
       const injectedAt = Date.now();
       const first = context.workload.jobsAboutToRun(100, 1_500);
@@ -255,6 +298,17 @@ async function inject(context: FaultContext, kind: FaultKind): Promise<HFault> {
       return { kind, target: 'client', detail, injectedAt, backAt: doneAt, healedAt: doneAt };
     }
   }
+}
+
+/**
+ * Jobs pre-dispatched right now: CLAIMED while their due instant is still
+ * ahead (their agent holds them and will start them then), by holder.
+ */
+async function preDispatched(context: FaultContext): Promise<Array<{ id: string; owner: string }>> {
+  const { rows } = await context.pool.query<{ id: string; owner: string }>(
+    "SELECT id, lease_owner AS owner FROM jobs WHERE state = 'CLAIMED' AND next_run_at > now() + interval '100 milliseconds'",
+  );
+  return rows;
 }
 
 /** The running agent holding the most leases (by the store), ties broken by the seed. */

@@ -53,12 +53,14 @@ export type FaultKind =
   | 'coordinator-second'
   | 'postgres-crash'
   | 'postgres-pause'
-  | 'cancel-storm';
+  | 'cancel-storm'
+  | 'predispatch-kill'
+  | 'predispatch-cancel';
 
 export type FaultClass = 'agent' | 'coordinator' | 'postgres' | 'client';
 
 export function faultClass(kind: FaultKind): FaultClass {
-  if (kind === 'cancel-storm') return 'client';
+  if (kind === 'cancel-storm' || kind === 'predispatch-cancel') return 'client';
   if (kind.startsWith('coordinator')) return 'coordinator';
   if (kind.startsWith('postgres')) return 'postgres';
   return 'agent';

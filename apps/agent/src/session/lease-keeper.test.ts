@@ -126,3 +126,62 @@ describe('LeaseKeeper', () => {
     expect(keeper.otherGeneration({ jobId: 'a', generation: 2n })).toBeUndefined();
   });
 });
+
+describe('LeaseKeeper: pre-dispatched (waiting) leases', () => {
+  it('holds a waiting lease until its start, renews it meanwhile, and offers it then', () => {
+    const keeper = new LeaseKeeper(200);
+    keeper.holdWaiting(A, 'sleep', 10_000, 1_000, offer(A), 3_000);
+    keeper.holdWaiting(B, 'sleep', 10_000, 1_000, offer(B), 2_000);
+    expect(keeper.size).toBe(2);
+    expect(keeper.nextStart()).toBe(2_000);
+    // Not an outcome, not fenced: nothing runs on it yet.
+    expect(keeper.markFinished(A, done)).toBe(false);
+    expect(keeper.fenceExpired(20_000, done)).toEqual([]);
+    expect(keeper.applyRenewal(A, { kind: 'held', remainingMs: 10_000 }, 1_500)).toMatchObject({ kind: 'renewed' });
+    expect(keeper.get(A)?.phase.kind).toBe('waiting');
+    expect(keeper.startDue(1_999)).toEqual([]);
+    expect(keeper.startDue(2_000)).toEqual([offer(B)]);
+    expect(keeper.get(B)?.phase.kind).toBe('offered');
+    expect(keeper.nextStart()).toBe(3_000);
+    expect(keeper.startDue(3_000)).toEqual([offer(A)]);
+    expect(keeper.nextStart()).toBeUndefined();
+  });
+
+  it('gives a waiting lease back on Withdraw, never an offered one', () => {
+    const keeper = new LeaseKeeper(200);
+    keeper.holdWaiting(A, 'sleep', 10_000, 1_000, offer(A), 3_000);
+    keeper.hold(B, 'sleep', 10_000, 1_000);
+    expect(keeper.withdraw(B)).toBeUndefined();
+    expect(keeper.withdraw(A)?.id).toBe('a@1');
+    expect(keeper.get(A)).toBeUndefined();
+    expect(keeper.withdraw(A)).toBeUndefined();
+  });
+
+  it('forgets a waiting lease whose window runs out before its start (to release it), and on drain', () => {
+    const keeper = new LeaseKeeper(200);
+    keeper.holdWaiting(A, 'sleep', 1_000, 1_000, offer(A), 5_000);
+    keeper.holdWaiting(B, 'sleep', 10_000, 1_000, offer(B), 5_000);
+    expect(keeper.expireUnconfirmed(1_799)).toEqual([]);
+    expect(keeper.expireUnconfirmed(1_800).map((lease) => lease.id)).toEqual(['a@1']);
+    expect(keeper.dropUnconfirmed().map((lease) => lease.id)).toEqual(['b@4']);
+    expect(keeper.size).toBe(0);
+  });
+
+  it('an abort of a waiting lease finishes it CANCELLED without an offer', () => {
+    const keeper = new LeaseKeeper(200);
+    keeper.holdWaiting(A, 'sleep', 10_000, 1_000, offer(A), 5_000);
+    expect(keeper.markAborting(A)).toBeDefined();
+    expect(keeper.finishUnstarted(A, { result: 'cancelled', error: 'aborted', finishedAtMs: 0 })).toBe(true);
+    expect(keeper.startDue(10_000)).toEqual([]);
+  });
+
+  it('a confirmed lease with its start ahead waits for it', () => {
+    const keeper = new LeaseKeeper(200);
+    keeper.holdUnconfirmed(A, 'sleep', 1_000, 11_000, offer(A), 1_893_456_000_000);
+    const verdict = keeper.applyRenewal(A, { kind: 'held', remainingMs: 10_000 }, 1_100);
+    expect(verdict).toMatchObject({ kind: 'confirmed', startAtDbMs: 1_893_456_000_000 });
+    keeper.wait(A, offer(A), 4_000);
+    expect(keeper.get(A)?.phase.kind).toBe('waiting');
+    expect(keeper.startDue(4_000)).toEqual([offer(A)]);
+  });
+});

@@ -19,6 +19,7 @@
  * Phases (tagged union `LeasePhase`, one per held lease)
  *
  *     confirming ──renewed──> offered ──started──> running ──outcome──> finished ──ack──> (forgotten)
+ *        │    └──renewed, start ahead──> waiting ──start instant──> offered
  *        │                       │                    │                    │
  *        ├─lost / not renewed in time──> (forgotten; never offered)
  *        └─aborted by an operator──> finished (CANCELLED, never offered)
@@ -31,6 +32,11 @@
  *               listed in the next heartbeat; the renewal that answers it
  *               anchors a fresh window and the lease is offered. Never handed
  *               to the handler thread before that, so nothing can run on it.
+ *   - waiting:  pre-dispatched: assigned ahead of its due instant and held
+ *               here until then (the session's start timer), renewed like any
+ *               lease. Never handed to the handler thread before its start, so
+ *               until then the agent can give it back (Withdraw, drain, a
+ *               window that runs out) knowing nothing ran.
  *   - offered:  assigned and handed to the handler thread, not yet known to
  *               have started. Only the handler thread may turn it into a
  *               release, because only it knows whether the handler was called.
@@ -87,7 +93,9 @@ export interface PendingOutcome {
 /** Where a held lease is in its life; see the diagram at the top of the file. */
 export type LeasePhase =
   /** `offer` goes to the handler thread once a renewal confirms the lease. */
-  | { readonly kind: 'confirming'; readonly offer: LeaseOffer }
+  | { readonly kind: 'confirming'; readonly offer: LeaseOffer; readonly startAtDbMs: number }
+  /** `offer` goes to the handler thread at `startAt` (monotonic ms). */
+  | { readonly kind: 'waiting'; readonly offer: LeaseOffer; readonly startAt: number }
   | { readonly kind: 'offered' }
   | { readonly kind: 'running'; readonly startedAt: number }
   | {
@@ -121,8 +129,8 @@ export type RenewStatus =
 /** What applying one status did. */
 export type RenewVerdict =
   | { readonly kind: 'renewed'; readonly lease: HeldLease }
-  /** A confirming lease got its first renewal: it may be offered now. */
-  | { readonly kind: 'confirmed'; readonly lease: HeldLease; readonly offer: LeaseOffer }
+  /** A confirming lease got its first renewal: it may be offered now (or waited for, when `startAtDbMs` is ahead). */
+  | { readonly kind: 'confirmed'; readonly lease: HeldLease; readonly offer: LeaseOffer; readonly startAtDbMs: number }
   | { readonly kind: 'lost'; readonly lease: HeldLease; readonly reason: LeaseLossReason }
   /** Not held, or older than the renewal already applied. */
   | { readonly kind: 'ignored' };
@@ -172,8 +180,52 @@ export class LeaseKeeper {
    * renewal of a heartbeat sent after `receivedAt` confirms it. Released if
    * none has by `giveUpAt`.
    */
-  holdUnconfirmed(key: LeaseKey, task: string, receivedAt: number, giveUpAt: number, offer: LeaseOffer): HeldLease {
-    return this.add(key, task, { kind: 'confirming', offer }, giveUpAt, receivedAt);
+  holdUnconfirmed(key: LeaseKey, task: string, receivedAt: number, giveUpAt: number, offer: LeaseOffer, startAtDbMs = 0): HeldLease {
+    return this.add(key, task, { kind: 'confirming', offer, startAtDbMs }, giveUpAt, receivedAt);
+  }
+
+  /** Holds a pre-dispatched assignment until `startAt` (monotonic), trusted like `hold`. */
+  holdWaiting(key: LeaseKey, task: string, remainingMs: number, anchor: number, offer: LeaseOffer, startAt: number): HeldLease {
+    return this.add(key, task, { kind: 'waiting', offer, startAt }, anchor + remainingMs - this.marginMs, anchor);
+  }
+
+  /** A confirmed lease whose start is still ahead: offered -> waiting. */
+  wait(key: LeaseKey, offer: LeaseOffer, startAt: number): void {
+    const lease = this.get(key);
+    if (lease !== undefined && lease.phase.kind === 'offered') lease.phase = { kind: 'waiting', offer, startAt };
+  }
+
+  /** Waiting leases whose start has come (`startAt <= now`): now offered; returns their offers. */
+  startDue(now: number): LeaseOffer[] {
+    const offers: LeaseOffer[] = [];
+    for (const lease of this.leases.values()) {
+      if (lease.phase.kind === 'waiting' && lease.phase.startAt <= now) {
+        offers.push(lease.phase.offer);
+        lease.phase = { kind: 'offered' };
+      }
+    }
+    return offers;
+  }
+
+  /** The earliest start among waiting leases (monotonic), undefined if none waits. */
+  nextStart(): number | undefined {
+    let earliest: number | undefined;
+    for (const lease of this.leases.values()) {
+      if (lease.phase.kind === 'waiting' && (earliest === undefined || lease.phase.startAt < earliest)) earliest = lease.phase.startAt;
+    }
+    return earliest;
+  }
+
+  /**
+   * A Withdraw: a lease whose handler thread never got it (waiting or
+   * confirming) is forgotten and returned, to be released; undefined when it
+   * is not held or has been offered (it may have started: the agent keeps it).
+   */
+  withdraw(key: LeaseKey): HeldLease | undefined {
+    const lease = this.get(key);
+    if (lease === undefined || (lease.phase.kind !== 'waiting' && lease.phase.kind !== 'confirming')) return undefined;
+    this.remove(lease);
+    return lease;
   }
 
   private add(key: LeaseKey, task: string, phase: LeasePhase, trustedUntil: number, anchor: number): HeldLease {
@@ -207,7 +259,7 @@ export class LeaseKeeper {
   /** offered|running -> finished. False if the lease is no longer held: drop the outcome. */
   markFinished(key: LeaseKey, outcome: PendingOutcome): boolean {
     const lease = this.get(key);
-    if (lease === undefined || lease.phase.kind === 'finished' || lease.phase.kind === 'confirming') return false;
+    if (lease === undefined || lease.phase.kind === 'finished' || lease.phase.kind === 'confirming' || lease.phase.kind === 'waiting') return false;
     lease.phase = { kind: 'finished', outcome, lastSentAt: null };
     return true;
   }
@@ -268,9 +320,9 @@ export class LeaseKeeper {
     lease.anchor = sentAt;
     lease.trustedUntil = sentAt + status.remainingMs - this.marginMs;
     if (lease.phase.kind === 'confirming') {
-      const offer = lease.phase.offer;
+      const { offer, startAtDbMs } = lease.phase;
       lease.phase = { kind: 'offered' };
-      return { kind: 'confirmed', lease, offer };
+      return { kind: 'confirmed', lease, offer, startAtDbMs };
     }
     return { kind: 'renewed', lease };
   }
@@ -291,17 +343,21 @@ export class LeaseKeeper {
     return expired;
   }
 
-  /** Confirming leases no renewal confirmed by their deadline: forgotten and returned (to release). */
+  /**
+   * Leases the handler thread never got whose deadline passed: confirming ones
+   * no renewal confirmed, waiting ones whose window ran out before their
+   * start. Forgotten and returned (to release).
+   */
   expireUnconfirmed(now: number): HeldLease[] {
     const expired: HeldLease[] = [];
     for (const lease of this.leases.values()) {
-      if (lease.phase.kind === 'confirming' && now >= lease.trustedUntil) expired.push(lease);
+      if ((lease.phase.kind === 'confirming' || lease.phase.kind === 'waiting') && now >= lease.trustedUntil) expired.push(lease);
     }
     for (const lease of expired) this.remove(lease);
     return expired;
   }
 
-  /** Every confirming lease, forgotten and returned (the agent is draining: release them). */
+  /** Every confirming or waiting lease, forgotten and returned (the agent is draining: release them). */
   dropUnconfirmed(): HeldLease[] {
     return this.expireUnconfirmed(Number.POSITIVE_INFINITY);
   }

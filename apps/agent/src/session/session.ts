@@ -70,10 +70,11 @@
  */
 import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
-import { AgentService, createGrpcClient, type Assignment, type CoordinatorMessage, type RenewReply } from '@kairos/proto';
+import { AgentService, createGrpcClient, type Assignment, type CoordinatorMessage, type LeaseRef, type RenewReply } from '@kairos/proto';
 import { backoffDelayMs, RECONNECT_BACKOFF } from './backoff';
 import { StreamLink, type AgentClient } from './stream-link';
 import { defaultTrustMarginMs, LeaseKeeper, type HeldLease } from './lease-keeper';
+import { DbOffset } from './db-offset';
 import {
   leaseId,
   type LeaseKey,
@@ -194,6 +195,10 @@ export class AgentSession {
   /** Streams we half-closed after a coordinator Drain, until their status arrives. */
   private readonly retired = new Set<StreamLink>();
   private trustTimer: NodeJS.Timeout | undefined;
+  /** Fires at the earliest start of a waiting (pre-dispatched) lease. */
+  private startTimer: NodeJS.Timeout | undefined;
+  /** This thread's clock against the database's, from Welcome and RenewReply (pre-dispatch). */
+  private readonly dbOffset = new DbOffset();
   private outcomeFlushPending = false;
   private linkSerial = 0;
 
@@ -334,6 +339,7 @@ export class AgentSession {
           heldLeases: this.keeper.refs().map(leaseRefOf),
           version: this.config.version,
           payloadSchemas: (this.config.payloadSchemas ?? []).map((schema) => ({ task: schema.task, jsonSchema: schema.jsonSchema })),
+          preDispatch: true,
         },
       },
       {
@@ -438,7 +444,10 @@ export class AgentSession {
   private onMessage(link: StreamLink, message: CoordinatorMessage): void {
     const kind = message.kind;
     if (kind.case === 'welcome') {
-      if (this.isDialling(link)) this.onWelcome(link, welcomeInfo(kind.value));
+      if (this.isDialling(link)) {
+        this.dbOffset.record(kind.value.dbTimeMs, kind.value.dbTimeErrorMs, link.helloSentAt, this.now());
+        this.onWelcome(link, welcomeInfo(kind.value));
+      }
       else this.log('warn', { stream: link.serial }, 'unexpected Welcome ignored');
       return;
     }
@@ -479,6 +488,9 @@ export class AgentSession {
       }
       case 'drain':
         this.onCoordinatorDrain(link, kind.value.graceMs);
+        return;
+      case 'withdraw':
+        this.onWithdraw(link, kind.value.leases);
         return;
       case undefined:
         this.log('warn', { stream: link.serial }, 'empty or unknown coordinator message ignored');
@@ -527,7 +539,10 @@ export class AgentSession {
       const sentAt = link.sendTimeOf(assignment.anchorSeq);
       const anchoredAt = Math.min(receivedAt, sentAt ?? receivedAt);
       const remainingMs = assignment.leaseRemainingMs - (receivedAt - anchoredAt);
-      if (sentAt === undefined || remainingMs <= this.keeper.margin) {
+      // Pre-dispatched: its start, by this thread's clock. Without a clock reading yet it is confirmed
+      // first (the renewal that confirms it brings one).
+      const startAt = assignment.startAtMs > 0 ? this.dbOffset.toLocal(assignment.startAtMs) : receivedAt;
+      if (sentAt === undefined || remainingMs <= this.keeper.margin || startAt === undefined) {
         // The anchor is too old (the claim was held up, e.g. in a paused database)
         // or unknown. The lease itself may be fresh: confirm it with a heartbeat
         // instead of releasing it, and start it only when the renewal answers.
@@ -535,9 +550,14 @@ export class AgentSession {
           released.push({ key, reason: `lease too short to trust (${assignment.leaseRemainingMs} ms, margin ${this.keeper.margin} ms)` });
           continue;
         }
-        this.keeper.holdUnconfirmed(key, assignment.task, receivedAt, receivedAt + assignment.leaseRemainingMs, offerOf(assignment));
+        this.keeper.holdUnconfirmed(key, assignment.task, receivedAt, receivedAt + assignment.leaseRemainingMs, offerOf(assignment), assignment.startAtMs);
         this.log('debug', { lease: leaseId(key), anchorSeq: String(assignment.anchorSeq), leftMs: Math.round(remainingMs) }, 'assignment held until a renewal confirms it');
         confirm = true;
+        continue;
+      }
+      if (startAt > receivedAt) {
+        this.keeper.holdWaiting(key, assignment.task, assignment.leaseRemainingMs, anchoredAt, offerOf(assignment), startAt);
+        this.log('debug', { lease: leaseId(key), startInMs: Math.round(startAt - receivedAt), clockErrorMs: Number(this.dbOffset.errorMs.toFixed(2)) }, 'pre-dispatched: waiting for its start');
         continue;
       }
       this.keeper.hold(key, assignment.task, assignment.leaseRemainingMs, anchoredAt);
@@ -546,6 +566,46 @@ export class AgentSession {
     if (confirm) this.beat();
     this.giveBack(link, released, 'assignment');
     this.scheduleTrustCheck();
+    this.scheduleStart();
+  }
+
+  /** Arms one timer for the earliest start among waiting (pre-dispatched) leases. */
+  private scheduleStart(): void {
+    if (this.startTimer !== undefined) clearTimeout(this.startTimer);
+    this.startTimer = undefined;
+    if (this.state.kind === 'closed') return;
+    const startAt = this.keeper.nextStart();
+    if (startAt === undefined) return;
+    // Whole milliseconds, rounded up: a timer may fire up to a millisecond before its delay,
+    // and startDue only takes what is due, so an early firing re-arms for the rest.
+    this.startTimer = setTimeout(() => this.startDue(), Math.max(0, Math.ceil(startAt - this.now())));
+  }
+
+  /** Offers every waiting lease whose start has come, in one turn. */
+  private startDue(): void {
+    this.startTimer = undefined;
+    const now = this.now();
+    for (const offer of this.keeper.startDue(now)) this.host.post({ type: 'offer', lease: offer });
+    this.scheduleStart();
+  }
+
+  /**
+   * Withdraw: leases the handler thread never got are given back (Release) and
+   * will never start; the rest (offered, so possibly started, or not ours) are
+   * answered WithdrawRefused.
+   */
+  private onWithdraw(link: StreamLink, refs: readonly LeaseRef[]): void {
+    const released: { key: LeaseKey; reason: string }[] = [];
+    const refused: LeaseRef[] = [];
+    for (const ref of refs) {
+      const lease = this.keeper.withdraw(leaseKeyOf(ref));
+      if (lease !== undefined) released.push({ key: lease.key, reason: 'withdrawn before its start (the job was cancelled, paused or edited)' });
+      else refused.push(ref);
+    }
+    this.giveBack(link, released, 'lease');
+    if (refused.length > 0) link.write({ kind: { case: 'withdrawRefused', value: { leases: refused } } });
+    this.afterLeaseChange();
+    this.scheduleStart();
   }
 
   /** Why an assignment cannot be taken, or undefined if it can. */
@@ -558,6 +618,7 @@ export class AgentSession {
 
   private onRenewReply(link: StreamLink, reply: RenewReply): void {
     const sentAt = link.sendTimeOf(reply.seq);
+    if (sentAt !== undefined) this.dbOffset.record(reply.dbTimeMs, reply.dbTimeErrorMs, sentAt, this.now());
     if (sentAt === undefined) {
       this.log('warn', { stream: link.serial, seq: String(reply.seq) }, 'renew reply for an unknown heartbeat: only losses applied');
     }
@@ -566,7 +627,8 @@ export class AgentSession {
       if (renewal === undefined) continue;
       const key = leaseKeyOf(status);
       const aborted = renewal.kind === 'held' && renewal.abortRequested === true;
-      if (aborted && this.keeper.get(key)?.phase.kind === 'confirming') {
+      const phase = this.keeper.get(key)?.phase.kind;
+      if (aborted && (phase === 'confirming' || phase === 'waiting')) {
         // Aborted before the handler thread ever got it: reported CANCELLED, never started.
         this.abortRun(key, 'renew-reply');
         continue;
@@ -575,13 +637,16 @@ export class AgentSession {
       if (verdict.kind === 'lost') this.lose(verdict.lease, verdict.reason, 'renew-reply');
       if (verdict.kind === 'confirmed') {
         this.log('debug', { lease: verdict.lease.id }, 'assignment confirmed by a renewal');
-        this.host.post({ type: 'offer', lease: verdict.offer });
+        const startAt = verdict.startAtDbMs > 0 ? this.dbOffset.toLocal(verdict.startAtDbMs) : undefined;
+        if (startAt !== undefined && startAt > this.now()) this.keeper.wait(key, verdict.offer, startAt);
+        else this.host.post({ type: 'offer', lease: verdict.offer });
       }
       // Also when the verdict is `ignored` (an older reply): an abort is news whatever the anchor.
       if (aborted) this.abortRun(key, 'renew-reply');
     }
     link.answered(reply.seq);
     this.afterLeaseChange();
+    this.scheduleStart();
   }
 
   private onCoordinatorDrain(link: StreamLink, graceMs: number): void {
@@ -625,7 +690,7 @@ export class AgentSession {
     const lease = this.keeper.markAborting(key);
     if (lease === undefined) return;
     this.log('info', { lease: lease.id, task: lease.task, phase: lease.phase.kind, source }, 'run aborted by an operator: stopping it');
-    if (lease.phase.kind === 'confirming') {
+    if (lease.phase.kind === 'confirming' || lease.phase.kind === 'waiting') {
       this.keeper.finishUnstarted(key, {
         result: 'cancelled',
         error: 'aborted by an operator before it started',
@@ -633,6 +698,7 @@ export class AgentSession {
         traceparent: lease.phase.offer.traceparent ?? null,
       });
       this.scheduleOutcomeFlush();
+      this.scheduleStart();
       return;
     }
     this.host.post({ type: 'abort', lease: key, source });
@@ -640,7 +706,7 @@ export class AgentSession {
 
   /** Tells the handler thread a lease is gone (it aborts the handler, reports nothing). */
   private lose(lease: HeldLease, reason: LeaseLossReason, source: LeaseLossSource): void {
-    if (lease.phase.kind === 'confirming') {
+    if (lease.phase.kind === 'confirming' || lease.phase.kind === 'waiting') {
       // Never offered: there is no handler to stop.
       this.log('info', { lease: lease.id, reason, source }, 'unconfirmed assignment lost before it started');
       return;
@@ -754,6 +820,8 @@ export class AgentSession {
     if (state.kind === 'closed') return;
     this.enter({ kind: 'closed', reason }); // clears the heartbeat and any dial backoff
     if (this.trustTimer !== undefined) clearTimeout(this.trustTimer);
+    if (this.startTimer !== undefined) clearTimeout(this.startTimer);
+    this.startTimer = undefined;
     this.trustTimer = undefined;
     if (this.work.kind === 'flushing') clearTimeout(this.work.deadline);
     const links = new Set(this.retired);

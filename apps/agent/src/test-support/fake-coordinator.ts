@@ -21,6 +21,7 @@ import {
   type Heartbeat,
   type Hello,
   type Draining,
+  type WithdrawRefused,
   type LeaseOutcome,
   type LeaseRef,
   type LeaseStatusSchema,
@@ -38,6 +39,7 @@ type AgentMessagePayloads = {
   outcomes: Outcomes;
   release: Release;
   draining: Draining;
+  withdrawRefused: WithdrawRefused;
 };
 type AgentMessagePayload<C extends keyof AgentMessagePayloads> = AgentMessagePayloads[C];
 

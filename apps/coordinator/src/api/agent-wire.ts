@@ -82,6 +82,8 @@ export function toAssignment(job: ClaimedJob, anchorSeq: bigint, traceparent: st
     scheduledFor: timestampFromMs(job.scheduledForMs),
     anchorSeq,
     traceparent: traceparent ?? '',
+    // Pre-dispatched (claimed ahead of its due instant): the agent starts it then.
+    startAtMs: job.dueAtMs > job.claimedAtMs ? job.dueAtMs : 0,
   });
 }
 

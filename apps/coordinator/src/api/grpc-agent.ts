@@ -32,6 +32,7 @@ import { NO_TRACING, type Tracing } from '@kairos/tracing';
 import type { CoordinatorOptions } from '../config';
 import { agentOf, createSession, leaseKey, type AgentInfo, type AgentSession, type CoordinatorMessageInit } from '../dispatch/agent-session';
 import type { Dispatcher } from '../dispatch/dispatcher';
+import type { DbClock } from '../dispatch/db-clock';
 import {
   leaseFromWire,
   malformedOutcomeAck,
@@ -67,6 +68,8 @@ export interface AgentStreamDeps {
   onSchemaRefused: (count: number) => void;
   /** A span per recorded outcome when tracing is on (libs/tracing). */
   tracing?: Tracing;
+  /** The database clock as this coordinator estimates it, sent in Welcome and RenewReply for pre-dispatch (dispatch/db-clock.ts). */
+  dbClock?: Pick<DbClock, 'nowMs' | 'errorMs'>;
 }
 
 type Call = ServerDuplexStream<AgentMessage, CoordinatorMessage | CoordinatorMessageInit>;
@@ -75,6 +78,11 @@ export function connectHandler(deps: AgentStreamDeps) {
   const { dispatcher, options } = deps;
   const heartbeatIntervalMs = options.heartbeatIntervalMs;
   const tracing = deps.tracing ?? NO_TRACING;
+  /** Welcome's and RenewReply's db_time_ms and db_time_error_ms (0: unknown). */
+  const dbTime = () => {
+    const error = deps.dbClock?.errorMs() ?? Number.POSITIVE_INFINITY;
+    return Number.isFinite(error) ? { dbTimeMs: deps.dbClock!.nowMs(), dbTimeErrorMs: error } : {};
+  };
 
   return (call: Call) => {
     const session = createSession(call);
@@ -143,6 +151,7 @@ export function connectHandler(deps: AgentStreamDeps) {
           tasks: [...new Set(hello.tasks.filter((task) => task.length > 0))],
           capacity: hello.capacity,
           version: hello.version.slice(0, 100),
+          preDispatch: hello.preDispatch,
         };
       } catch (error: unknown) {
         return fail(...refusal(error));
@@ -164,7 +173,7 @@ export function connectHandler(deps: AgentStreamDeps) {
       session.send({
         kind: {
           case: 'welcome',
-          value: { coordinatorId: options.coordinatorId, leaseMs: options.leaseMs, heartbeatIntervalMs },
+          value: { coordinatorId: options.coordinatorId, leaseMs: options.leaseMs, heartbeatIntervalMs, ...dbTime() },
         },
       });
       const held = wellFormed(hello.heldLeases.map(leaseFromWire));
@@ -176,7 +185,7 @@ export function connectHandler(deps: AgentStreamDeps) {
       if (held.length > 0) {
         try {
           const results = await dispatcher.renew(session, held, { complete: false, intervalMs: heartbeatIntervalMs });
-          session.send({ kind: { case: 'renewReply', value: { seq: 0n, statuses: results.map(renewStatus) } } });
+          session.send({ kind: { case: 'renewReply', value: { seq: 0n, statuses: results.map(renewStatus), ...dbTime() } } });
         } catch (error: unknown) {
           report('renewal of announced leases')(error);
         }
@@ -218,7 +227,7 @@ export function connectHandler(deps: AgentStreamDeps) {
           dispatcher
             .renew(session, wellFormed(leases), { complete: true, intervalMs: heartbeatIntervalMs })
             .then((results) =>
-              session.send({ kind: { case: 'renewReply', value: { seq, statuses: [...results.map(renewStatus), ...refused] } } }),
+              session.send({ kind: { case: 'renewReply', value: { seq, statuses: [...results.map(renewStatus), ...refused], ...dbTime() } } }),
             )
             .catch(report('heartbeat renewal'));
           return;
@@ -244,6 +253,10 @@ export function connectHandler(deps: AgentStreamDeps) {
         case 'release':
           if (tooMany('release.leases', kind.value.leases.length, agent)) return;
           dispatcher.release(session, wellFormed(kind.value.leases.map(leaseFromWire))).catch(report('release'));
+          return;
+        case 'withdrawRefused':
+          if (tooMany('withdraw_refused.leases', kind.value.leases.length, agent)) return;
+          dispatcher.refuseWithdraw(session, wellFormed(kind.value.leases.map(leaseFromWire))).catch(report('withdraw refusal'));
           return;
         case 'draining':
           if (session.state.kind === 'active') {

@@ -4,7 +4,7 @@
  * Expected refusals leave here as ApiError with the kind that errors.ts maps.
  */
 import { parseCron, previewOccurrences, type CronSchedule, type PreviewedOccurrence } from '@kairos/schedule';
-import { effectiveRetry, type JobRecord, type NewJob, type RetryPolicy, type RunRecord, type Store } from '@kairos/store';
+import { effectiveRetry, type JobRecord, type NewJob, type RetryPolicy, type RunRecord, type Store, type WithdrawOutcome } from '@kairos/store';
 import { SpanKind, type Tracing } from '@kairos/tracing';
 import { ApiError, toApiError } from './errors';
 import type { PayloadSchemas } from './payload-schemas';
@@ -73,6 +73,10 @@ export interface JobCommandDeps {
   onJobsDue: () => void;
   /** Counts an abort taken. */
   onAbort: () => void;
+  /** Counts a withdrawal of a pre-dispatched job by how it ended. */
+  onWithdrawal?: (result: WithdrawOutcome) => void;
+  /** How long a cancel, pause or edit of a pre-dispatched job waits for its holder to give it back (KAIROS_WITHDRAW_WAIT_MS). */
+  withdrawWaitMs?: number;
   /** The coordinator's retry defaults (KAIROS_RETRY_BASE_MS, KAIROS_RETRY_CAP_MS), shown where a job has none of its own: the store's policy. */
   retryDefaults: RetryPolicy;
   /** Payload checks against schemas agents advertised for SDK tasks. */
@@ -83,6 +87,7 @@ export interface JobCommandDeps {
 
 export function jobCommands(deps: JobCommandDeps): JobCommands {
   const { store, onJobsDue, onAbort, payloadSchemas, retryDefaults, tracing } = deps;
+  const withdrawWaitMs = deps.withdrawWaitMs ?? 2_000;
   const jobView = (job: JobRecord) => toJobView(job, retryDefaults);
   /** The job, or not_found; `jobId` is the caller's (parsed here), named in the error as sent. */
   async function mustGetRecord(namespace: string, jobId: string): Promise<JobRecord> {
@@ -94,12 +99,45 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
     return jobView(await mustGetRecord(namespace, jobId));
   }
 
+  /**
+   * Asks the holder of a pre-dispatched job (claimed ahead of its due instant)
+   * to give it back before a cancel, pause or edit applies
+   * (docs/decisions/0021-pre-dispatched-leases.md). `withdrawn`: the job is
+   * DUE and held for this caller (the change must follow, or `releaseHold`);
+   * `moved`: it changed otherwise, read it again; `refused` (its run started)
+   * or `timed-out`: the holder keeps it; `not-pre-dispatched`: nothing asked.
+   */
+  async function withdraw(namespace: string, id: string): Promise<WithdrawOutcome | 'not-pre-dispatched'> {
+    const request = await store.lease.requestWithdraw(namespace, id);
+    if (request.kind !== 'requested') return 'not-pre-dispatched';
+    const outcome = await store.lease.awaitWithdrawal(id, request.leaseGeneration, withdrawWaitMs);
+    deps.onWithdrawal?.(outcome);
+    return outcome;
+  }
+
+  /** Runs `change` with the job's hold (from a withdrawal) released if the change throws. */
+  async function holding<T>(namespace: string, id: string, held: boolean, change: () => Promise<T>): Promise<T> {
+    try {
+      return await change();
+    } catch (error: unknown) {
+      if (held) await store.lease.releaseHold(namespace, id).catch(() => undefined);
+      throw error;
+    }
+  }
+
   async function control(
     namespace: string,
     jobId: string,
     verb: 'pause' | 'resume' | 'trigger',
   ): Promise<JobView> {
-    const result = await store.lease[verb](namespace, parseId(jobId));
+    const id = parseId(jobId);
+    let result = await store.lease[verb](namespace, id);
+    // A pre-dispatched job is paused as if it were still waiting, once its holder gave it back.
+    for (let tries = 0; verb === 'pause' && result.kind === 'conflict' && result.state === 'CLAIMED' && tries < 2; tries++) {
+      const outcome = await withdraw(namespace, id);
+      if (outcome !== 'withdrawn' && outcome !== 'moved') break;
+      result = await holding(namespace, id, outcome === 'withdrawn', () => store.lease.pause(namespace, id));
+    }
     switch (result.kind) {
       case 'done':
         if (verb !== 'pause') onJobsDue();
@@ -185,7 +223,16 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
       return { jobs: page.jobs.map(jobView), nextCursor: page.nextAfter };
     },
     async cancel(namespace, jobId) {
-      const result = await store.lease.cancel(namespace, parseId(jobId));
+      const id = parseId(jobId);
+      let result = await store.lease.cancel(namespace, id);
+      // Claimed ahead of its due instant (pre-dispatched): cancelled once its holder has given it back unstarted.
+      let unanswered = false;
+      for (let tries = 0; result.kind === 'claimed' && tries < 2; tries++) {
+        const outcome = await withdraw(namespace, id);
+        unanswered = outcome === 'timed-out';
+        if (outcome !== 'withdrawn' && outcome !== 'moved') break;
+        result = await holding(namespace, id, outcome === 'withdrawn', () => store.lease.cancel(namespace, id));
+      }
       switch (result.kind) {
         case 'cancelled':
         case 'already-cancelled':
@@ -195,7 +242,9 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
         case 'claimed':
           throw new ApiError(
             'failed_precondition',
-            `job is claimed by ${result.leaseOwner ?? 'an agent'} (run ${result.runId ?? '?'}, fencing token ${result.leaseGeneration}): it is running or about to run, so it cannot be cancelled; abort the run with POST /jobs/${jobId}/abort (gRPC AbortRun, CLI "kairos jobs abort")`,
+            unanswered
+              ? `job is pre-dispatched to ${result.leaseOwner ?? 'an agent'} (run ${result.runId ?? '?'}, fencing token ${result.leaseGeneration}), which did not confirm within ${withdrawWaitMs} ms that it had not started it, so it cannot be cancelled; abort the run with POST /jobs/${jobId}/abort (gRPC AbortRun, CLI "kairos jobs abort")`
+              : `job is claimed by ${result.leaseOwner ?? 'an agent'} (run ${result.runId ?? '?'}, fencing token ${result.leaseGeneration}): it is running or about to run, so it cannot be cancelled; abort the run with POST /jobs/${jobId}/abort (gRPC AbortRun, CLI "kairos jobs abort")`,
             undefined,
             {
               state: 'CLAIMED',
@@ -219,7 +268,12 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
       const current = await mustGetRecord(namespace, jobId);
       const edit = parseEditJob(body, current);
       if (edit.payload !== undefined) await payloadSchemas.check(namespace, current.task, edit.payload as Record<string, unknown>);
-      const result = await store.lease.edit(namespace, id, edit, expectedVersion === undefined ? {} : { expectedVersion });
+      // A pre-dispatched job is edited as if it were still waiting, once its holder gave it back;
+      // a holder that keeps it (started) or does not answer leaves the edit for the next claim.
+      const withdrawal = current.state === 'CLAIMED' ? await withdraw(namespace, id) : 'not-pre-dispatched';
+      const held = withdrawal === 'withdrawn';
+      const result = await holding(namespace, id, held, () => store.lease.edit(namespace, id, edit, expectedVersion === undefined ? {} : { expectedVersion }));
+      if (held && result.kind !== 'updated') await store.lease.releaseHold(namespace, id);
       switch (result.kind) {
         case 'updated':
           onJobsDue();

@@ -26,6 +26,8 @@ export interface AgentInfo {
   tasks: readonly string[];
   capacity: number;
   version: string;
+  /** The agent announced Hello.pre_dispatch: it may be handed jobs ahead of their due instant. */
+  preDispatch: boolean;
 }
 
 /**

@@ -18,7 +18,7 @@ import { createDispatcher, type Dispatcher } from './dispatcher';
 function session(agentId: string, tasks: string[], sent: CoordinatorMessageInit[] = []): AgentSession {
   return {
     sessionId: Number(agentId.replace(/\D/g, '') || 0),
-    state: { kind: 'active', agent: { agentId, namespace: 'default', tokenId: null, tasks, capacity: 4, version: 'test' } },
+    state: { kind: 'active', agent: { agentId, namespace: 'default', tokenId: null, tasks, capacity: 4, version: 'test', preDispatch: false } },
     connectedAt: new Date(),
     lastHeartbeatAt: null,
     lastSeenMs: performance.now(),

@@ -2,10 +2,11 @@
  * The dispatcher: slot accounting and the claim loop, plus the batched paths
  * for renewals, outcomes and releases.
  *
- * Claiming: a coordinator claims only what its connected agents can start
- * now — per agent, at most its free slots, only its tasks — because a claimed
- * job cannot be cancelled, so nothing may wait claimed in memory. Agents are
- * served least-loaded first. A claim round runs when something may have become
+ * Claiming: a coordinator claims only what its connected agents can start —
+ * per agent, at most its free slots, only its tasks — now, or (pre-dispatch,
+ * docs/decisions/0021) at a due instant within the agent's look-ahead; those
+ * wait in the agent, never here, and a cancel asks the agent for them back
+ * (`withdraw`). Agents are served least-loaded first. A claim round runs when something may have become
  * claimable: a timer set at the earliest next_run_at (computed by the database
  * as a duration), a NOTIFY from any coordinator (jobs created, retried,
  * released, triggered, resumed), slots freed by an outcome or a new agent, and
@@ -52,6 +53,7 @@ import type { AgentView } from '../api/views';
 import type { Metrics } from '../metrics';
 import { agentOf, freeSlots, leaseKey, type AgentInfo, type AgentSession } from './agent-session';
 import { createAgentStandings } from './agent-standing';
+import type { DbClock } from './db-clock';
 import { groupCommit } from './group-commit';
 
 /** An agent as GET /agents shows it (api/views.ts holds the schema). */
@@ -76,6 +78,15 @@ export interface Dispatcher {
    * Revoke with reason CANCELLED. The lease stays held until the agent reports.
    */
   revokeAborted(lease: LeaseRef): void;
+  /**
+   * A user asked for a pre-dispatched lease back (a NOTIFY from whichever
+   * coordinator took the cancel, pause or edit): if one of our agents holds
+   * it, send it a Withdraw. It answers with Release (not started) or
+   * WithdrawRefused (started).
+   */
+  withdraw(lease: LeaseRef): void;
+  /** The agent keeps these pre-dispatched leases: their runs have started. */
+  refuseWithdraw(session: AgentSession, leases: readonly LeaseRef[]): Promise<void>;
   /** Expired leases were reaped: forget them and tell their agents. */
   forgetExpired(expired: ReadonlyArray<{ jobId: string; leaseGeneration: number; leaseOwner: string | null }>): void;
   /** Agents connected to this coordinator, of one namespace (all when unset). */
@@ -95,6 +106,8 @@ export function createDispatcher(deps: {
   onSessionsChanged?: () => void;
   /** A claim span per assigned run when tracing is on (libs/tracing). */
   tracing?: Tracing;
+  /** The database clock estimate; without a reading nothing is pre-dispatched (agents could not time the start). */
+  dbClock?: Pick<DbClock, 'errorMs'>;
 }): Dispatcher {
   const { store, options, logger, metrics } = deps;
   const tracing = deps.tracing ?? NO_TRACING;
@@ -122,6 +135,22 @@ export function createDispatcher(deps: {
     const agent = agentOf(session);
     return agent ? standings.rank(agent.agentId) : 1;
   }
+
+  /**
+   * Pre-dispatch look-ahead for one agent's claim: the configured cap scaled by
+   * the share of its slots that are free, so an idle agent takes jobs due up
+   * to the cap ahead and a busy one keeps its slots for work due now (due jobs
+   * always come first: the claim orders by due time). 0 for agents that did
+   * not announce pre-dispatch, and until the database clock has been read.
+   */
+  function horizonFor(session: AgentSession): number {
+    const agent = agentOf(session);
+    if (!agent?.preDispatch || options.preDispatchMs <= 0) return 0;
+    if (!Number.isFinite(deps.dbClock?.errorMs() ?? Number.POSITIVE_INFINITY)) return 0;
+    return Math.floor((options.preDispatchMs * slotsFor(session)) / agent.capacity);
+  }
+  /** Jobs claimed in the current round (read by scheduleNextWake). */
+  let claimedThisRound = 0;
 
   // A flush that fails for any reason but the database being down is retried per submission (group-commit.ts).
   const isolate = (error: unknown) => !(error instanceof StoreUnavailableError);
@@ -155,6 +184,7 @@ export function createDispatcher(deps: {
       again = true;
       return;
     }
+    claimedThisRound = 0;
     round = claimRound()
       .catch((error: unknown) => {
         logger.warn({ err: error }, 'claim round failed; retrying on the next wake');
@@ -229,6 +259,7 @@ export function createDispatcher(deps: {
     const key = claimKey(agent);
     if (exhausted.has(key)) return;
     const limit = Math.min(free, options.claimBatch);
+    const horizonMs = horizonFor(session);
     // Read before claiming: the agent sent this heartbeat before the claim happened.
     const anchorSeq = session.lastHeartbeatSeq;
     const claimed = await store.lease.claimDue({
@@ -239,12 +270,19 @@ export function createDispatcher(deps: {
       limit,
       leaseMs: options.leaseMs,
       misfireThresholdMs: options.misfireThresholdMs,
+      horizonMs,
     });
+    claimedThisRound += claimed.length;
     if (claimed.length < limit) exhausted.add(key);
     else busy.add(key);
     if (claimed.length === 0) return;
     metrics.claims.inc(claimed.length);
-    for (const job of claimed) metrics.dispatchLag.observe(Math.max(0, job.claimedAtMs - job.dueAtMs) / 1000);
+    let early = 0;
+    for (const job of claimed) {
+      if (job.dueAtMs > job.claimedAtMs) early++;
+      metrics.dispatchLag.observe(Math.max(0, job.claimedAtMs - job.dueAtMs) / 1000);
+    }
+    if (early > 0) metrics.preDispatched.inc(early);
     if (session.state.kind !== 'active') {
       // The agent went away (or started draining) while we claimed: give the jobs back.
       await store.lease.release(heldBy(agent, claimed.map(toLeaseRef)), 'agent left before assignment');
@@ -284,13 +322,21 @@ export function createDispatcher(deps: {
     const jitter = 0.8 + Math.random() * 0.4;
     let delayMs = options.pollIntervalMs * jitter;
     const tasks = new Set<string>();
+    let lookAheadMs = 0;
     for (const session of sessions) {
-      if (slotsFor(session) > 0) for (const task of agentOf(session)?.tasks ?? []) tasks.add(task);
+      if (slotsFor(session) === 0) continue;
+      for (const task of agentOf(session)?.tasks ?? []) tasks.add(task);
+      lookAheadMs = Math.max(lookAheadMs, horizonFor(session));
     }
+    // A round that claimed nothing with its look-ahead would only repeat: wait for the due instant itself.
+    const claimedBefore = claimedThisRound;
     if (tasks.size > 0) {
       try {
         const untilDue = await store.jobs.msUntilNextDue([...tasks]);
-        if (untilDue !== null) delayMs = Math.min(delayMs, Math.max(0, untilDue + 1));
+        if (untilDue !== null) {
+          const early = untilDue - lookAheadMs >= 10 || claimedBefore > 0 ? lookAheadMs : 0;
+          delayMs = Math.min(delayMs, Math.max(0, untilDue - early + 1));
+        }
       } catch (error: unknown) {
         logger.debug({ err: error }, 'could not read the next due time');
       }
@@ -401,6 +447,19 @@ export function createDispatcher(deps: {
       wake();
     },
     wake,
+    withdraw(lease) {
+      const key = leaseKey(lease.jobId, lease.leaseGeneration);
+      for (const session of sessions) {
+        if (!session.held.has(key)) continue;
+        session.send({ kind: { case: 'withdraw', value: { leases: [toWireLease(lease)] } } });
+        logger.debug({ jobId: lease.jobId, leaseGeneration: lease.leaseGeneration, agentId: agentOf(session)?.agentId }, 'withdraw: asked the holder for a pre-dispatched lease');
+      }
+    },
+    async refuseWithdraw(session, leases) {
+      const agent = agentOf(session);
+      if (!agent || leases.length === 0) return;
+      await store.lease.refuseWithdraw(heldBy(agent, leases));
+    },
     revokeAborted(lease) {
       const key = leaseKey(lease.jobId, lease.leaseGeneration);
       for (const session of sessions) {

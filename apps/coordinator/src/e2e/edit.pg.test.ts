@@ -103,7 +103,8 @@ describe('edit a job in place, end to end', () => {
     const running = await waitFor(
       async () => {
         const job = (await api.getJob(jobId)).body;
-        return job.state === 'CLAIMED' ? job : undefined;
+        // Started: claimed and past its due instant (before it, the job is pre-dispatched, and an edit applies now).
+        return job.state === 'CLAIMED' && Date.parse(job.nextRunAt) < Date.now() - 100 ? job : undefined;
       },
       { description: 'the first run' },
     );

@@ -112,7 +112,8 @@ describe('faults, end to end', () => {
 
   it('kill -9 of the coordinator while jobs run, then restart: nothing re-runs, nothing is lost', async () => {
     // A longer lease: the restart (slow on a loaded CI machine) must fit inside it for the agents' leases to survive.
-    let coordinator = await startCoordinatorProcess({ databaseUrl: db.url, leaseMs: 10_000 });
+    // No pre-dispatch on the first one: `later` below must not be claimed before the kill (see there).
+    let coordinator = await startCoordinatorProcess({ databaseUrl: db.url, leaseMs: 10_000, env: { KAIROS_PREDISPATCH_MS: '0' } });
     const grpcPort = Number(coordinator.grpcAddress.split(':')[1]);
     let api = restClient(coordinator.httpUrl);
     await startAgentProcess({ coordinator: coordinator.grpcAddress, agentId: 'steady', capacity: 8 });

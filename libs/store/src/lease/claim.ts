@@ -26,6 +26,13 @@ export interface ClaimRequest {
    * `skipMisfired` to move into the window.
    */
   misfireThresholdMs?: number;
+  /**
+   * Pre-dispatch: also claim jobs due within this many milliseconds (database
+   * clock); they are handed out with their due instant and started then. 0 or
+   * unset: only jobs due now. Due jobs always come first (the order is
+   * next_run_at).
+   */
+  horizonMs?: number;
   now?: Date;
 }
 
@@ -71,6 +78,11 @@ export interface ClaimedJob {
  * statement that changes the state, and SKIP LOCKED makes the loser move on to
  * the next row instead of waiting. Order inside a spike is therefore not strict.
  *
+ * Pre-dispatch (`horizonMs`): rows due within the horizon are claimed too, due
+ * ones first; a run's `started_at` is its due instant when that is later than
+ * the claim (the agent starts it then). Rows a withdrawal holds for a user's
+ * change (`held_until`, lease/withdraw.ts) are skipped until the hold ends.
+ *
  * Planner note: the `due` CTE must read the partial index jobs_due_next_run_at_idx
  * in order from its head and stop after LIMIT rows; the task and misfire
  * filters are applied to the rows read. The upper bound is a scalar subquery
@@ -85,12 +97,14 @@ export interface ClaimedJob {
 export const CLAIM_SQL = `
 WITH due AS MATERIALIZED (
   SELECT id FROM jobs
-  WHERE state = 'DUE' AND next_run_at <= (SELECT ${NOW(1)}) AND task = ANY($2::text[]) AND namespace = $7
+  WHERE state = 'DUE' AND next_run_at <= (SELECT ${NOW(1)} + make_interval(secs => $9::double precision / 1000))
+    AND task = ANY($2::text[]) AND namespace = $7
     AND NOT (misfire_policy = 'skip' AND schedule IS NOT NULL AND next_reason IS NULL
              AND next_run_at < ${NOW(1)} - make_interval(secs => $6::double precision / 1000))
     AND NOT (misfire_policy = 'catch-up' AND catchup_window_ms IS NOT NULL AND attempt = 0 AND next_reason IS NULL
              AND backfill_resume_at IS NULL
              AND occurrence_at < ${NOW(1)} - make_interval(secs => catchup_window_ms::double precision / 1000))
+    AND (held_until IS NULL OR held_until <= ${NOW(1)})
   ORDER BY next_run_at
   LIMIT $3
   FOR UPDATE SKIP LOCKED
@@ -108,7 +122,7 @@ WITH due AS MATERIALIZED (
             j.lease_until, j.timeout_ms, j.occurrence_at, j.next_run_at, j.next_reason, j.trace_parent
 ), inserted AS (
   INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, outcome, reason)
-  SELECT id, attempt, lease_generation, occurrence_at, $4, ${CLOCK(1)}, 'RUNNING', next_reason FROM claimed
+  SELECT id, attempt, lease_generation, occurrence_at, $4, greatest(${CLOCK(1)}, next_run_at), 'RUNNING', next_reason FROM claimed
   RETURNING id, job_id
 )
 SELECT c.id, c.namespace, c.task, c.payload_json, c.attempt, c.max_attempts, c.lease_generation, c.timeout_ms,
@@ -131,6 +145,7 @@ export async function claimDue(pool: Pool, request: ClaimRequest): Promise<Claim
     request.misfireThresholdMs ?? DEFAULT_MISFIRE_THRESHOLD_MS,
     request.namespace,
     request.tokenId,
+    Math.max(0, request.horizonMs ?? 0),
   ]);
   return rows.map((row) => ({
     jobId: row.id,

@@ -29,7 +29,7 @@ export type ControlResult =
 export async function cancel(pool: Pool, namespace: string, jobId: string, now?: Date): Promise<CancelResult> {
   if (!isJobId(jobId)) return { kind: 'not-found' };
   const updated = await pool.query(
-    `UPDATE jobs SET state = 'CANCELLED', next_run_at = NULL, paused_reason = NULL, updated_at = ${NOW(1)}
+    `UPDATE jobs SET state = 'CANCELLED', next_run_at = NULL, paused_reason = NULL, held_until = NULL, updated_at = ${NOW(1)}
      WHERE id = $2 AND namespace = $3 AND state IN ('DUE', 'PAUSED')
      RETURNING id`,
     [now ?? null, jobId, namespace],
@@ -87,7 +87,7 @@ export function pause(pool: Pool, namespace: string, jobId: string, now?: Date):
     pool,
     namespace,
     jobId,
-    `UPDATE jobs SET state = 'PAUSED', updated_at = ${NOW(1)}
+    `UPDATE jobs SET state = 'PAUSED', held_until = NULL, updated_at = ${NOW(1)}
      WHERE id = $2 AND namespace = $3 AND state = 'DUE'`,
     now,
     ['PAUSED'],

@@ -140,7 +140,7 @@ export async function editJob(
     const names = Object.keys(set);
     const { rows: updated } = await client.query(
       `UPDATE jobs SET ${names.map((name, i) => `${name} = $${i + 3}`).join(', ')},
-         rescheduled_at = ${rescheduled ? '$2' : 'rescheduled_at'}, version = version + 1, updated_at = $2
+         rescheduled_at = ${rescheduled ? '$2' : 'rescheduled_at'}, held_until = NULL, version = version + 1, updated_at = $2
        WHERE id = $1 RETURNING version`,
       [jobId, now, ...names.map((name) => set[name])],
     );

@@ -1,5 +1,5 @@
 /**
- * Every statement that claims, renews, completes, releases, cancels, aborts,
+ * Every statement that claims, renews, completes, releases, withdraws, cancels, aborts,
  * edits, pauses, resumes, triggers or reaps a job. Nothing else in Kairos writes `jobs.state`
  * after creation. The protocol is described in ../../README.md ("Lease protocol");
  * the short version:
@@ -26,6 +26,7 @@ import { cancel, pause, resume, trigger, type CancelResult, type ControlResult }
 import { release, type ReleaseResult } from './release';
 import type { HeldLeaseRef } from './refs';
 import { renew, type RenewResult } from './renew';
+import { awaitWithdrawal, refuseWithdraw, releaseHold, requestWithdraw, type WithdrawOutcome, type WithdrawRequest } from './withdraw';
 import { abortOverlapped, complete, reapExpired, skipMisfired, type CompleteResult, type CompletionReport, type ReapResult } from './settlement';
 
 export { CLAIM_SQL, DEFAULT_MISFIRE_THRESHOLD_MS, type ClaimedJob, type ClaimRequest } from './claim';
@@ -35,6 +36,7 @@ export type { EditResult, JobEdit } from './edit';
 export { MAX_BACKFILL_OCCURRENCES, type BackfillResult, type CancelBackfillResult } from './backfill';
 export { isJobId, type HeldLeaseRef, type LeaseRef } from './refs';
 export type { ReleaseResult } from './release';
+export { WITHDRAW_HOLD_MS, type WithdrawOutcome, type WithdrawRequest } from './withdraw';
 export { DEFAULT_ABORT_GRACE_MS, type LeaseLostReason, type RenewResult } from './renew';
 export type { CompleteResult, CompletionReport, ReapResult } from './settlement';
 export { MAX_ERROR_CHARS } from './sql';
@@ -61,6 +63,14 @@ export interface LeaseStatements {
   pause(namespace: string, jobId: string, now?: Date): Promise<ControlResult>;
   resume(namespace: string, jobId: string, now?: Date): Promise<ControlResult>;
   trigger(namespace: string, jobId: string, now?: Date): Promise<ControlResult>;
+  /** Asks the holder of a pre-dispatched lease to give it back before it starts (withdraw.ts). */
+  requestWithdraw(namespace: string, jobId: string, now?: Date): Promise<WithdrawRequest>;
+  /** Waits at most `timeoutMs` for the holder's answer; retracts the request if none came. */
+  awaitWithdrawal(jobId: string, leaseGeneration: number, timeoutMs: number, now?: Date): Promise<WithdrawOutcome>;
+  /** The holder keeps these leases (started): their withdrawal requests end. */
+  refuseWithdraw(leases: readonly HeldLeaseRef[]): Promise<number>;
+  /** Ends a withdrawn job's hold early (the requester's change did not apply). */
+  releaseHold(namespace: string, jobId: string): Promise<void>;
 }
 
 export function leaseStatements(pool: Pool, retry: RetryPolicy = {}): LeaseStatements {
@@ -80,6 +90,10 @@ export function leaseStatements(pool: Pool, retry: RetryPolicy = {}): LeaseState
     pause: (namespace, jobId, now) => guard('pause', () => pause(pool, namespace, jobId, now)),
     resume: (namespace, jobId, now) => guard('resume', () => resume(pool, namespace, jobId, now)),
     trigger: (namespace, jobId, now) => guard('trigger', () => trigger(pool, namespace, jobId, now)),
+    requestWithdraw: (namespace, jobId, now) => guard('requestWithdraw', () => requestWithdraw(pool, namespace, jobId, now)),
+    awaitWithdrawal: (jobId, generation, timeoutMs, now) => guard('awaitWithdrawal', () => awaitWithdrawal(pool, jobId, generation, timeoutMs, now)),
+    refuseWithdraw: (leases) => guard('refuseWithdraw', () => refuseWithdraw(pool, leases)),
+    releaseHold: (namespace, jobId) => guard('releaseHold', () => releaseHold(pool, namespace, jobId)),
   };
 }
 

@@ -3,12 +3,15 @@
  * agent that left before its assignment was sent): the job is DUE again and
  * the attempt is not spent. A lease whose run an operator aborted is not
  * handed out again: it is settled as an aborted run (settlement.ts), which is
- * what the operator asked for.
+ * what the operator asked for. A lease given back for a user's withdrawal
+ * request (withdraw.ts) is held for that user: DUE, but not claimed before
+ * `held_until`.
  */
 import type { Pool } from 'pg';
 import { isWellFormed, leaseKey, type HeldLeaseRef } from './refs';
 import { complete } from './settlement';
 import { holderArrays, lockInIdOrder, NOW, truncateError } from './sql';
+import { WITHDRAW_HOLD_MS } from './withdraw';
 
 export type ReleaseResult = { kind: 'released' | 'stale' | 'not-owner'; jobId: string; leaseGeneration: number };
 
@@ -19,12 +22,18 @@ export async function release(pool: Pool, leases: readonly HeldLeaseRef[], reaso
     const { rows } = await pool.query(
       `WITH locked AS (${lockInIdOrder(2, 'AND j.abort_requested_at IS NULL')}), released AS (
          UPDATE jobs j SET state = 'DUE', lease_owner = NULL, lease_token = NULL, lease_until = NULL,
-           attempt = j.attempt - 1, updated_at = ${NOW(1)}
+           attempt = j.attempt - 1, updated_at = ${NOW(1)},
+           held_until = CASE WHEN j.withdraw_generation = j.lease_generation
+             AND j.withdraw_requested_at > ${NOW(1)} - make_interval(secs => ${WITHDRAW_HOLD_MS / 1000})
+             THEN ${NOW(1)} + make_interval(secs => ${WITHDRAW_HOLD_MS / 1000}) END,
+           withdraw_generation = NULL, withdraw_requested_at = NULL
          FROM locked
          WHERE j.id = locked.id
          RETURNING j.id, j.lease_generation
        ), runs_closed AS (
-         UPDATE runs r SET outcome = 'CANCELLED', finished_at = ${NOW(1)}, error = $6
+         UPDATE runs r SET outcome = 'CANCELLED', finished_at = ${NOW(1)}, error = $6,
+           -- A pre-dispatched run was stamped with its due instant; released, it never started.
+           started_at = least(r.started_at, ${NOW(1)})
          FROM released WHERE r.job_id = released.id AND r.lease_generation = released.lease_generation
            AND r.outcome = 'RUNNING'
        )

@@ -17,6 +17,8 @@
 //                                       <-- OutcomeAcks{...}
 //   Release{...} / Draining{}           -->  (SIGTERM: stop taking work)
 //                                       <-- Revoke{...} / Drain{}
+//                                       <-- Withdraw{...}  (pre-dispatched, not started)
+//   Release{...} / WithdrawRefused{...} -->
 //
 // Leases and fencing:
 // - A lease is identified by (job_id, lease_generation). The generation
@@ -322,6 +324,7 @@ type AgentMessage struct {
 	//	*AgentMessage_Outcomes
 	//	*AgentMessage_Release
 	//	*AgentMessage_Draining
+	//	*AgentMessage_WithdrawRefused
 	Kind          isAgentMessage_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -409,6 +412,15 @@ func (x *AgentMessage) GetDraining() *Draining {
 	return nil
 }
 
+func (x *AgentMessage) GetWithdrawRefused() *WithdrawRefused {
+	if x != nil {
+		if x, ok := x.Kind.(*AgentMessage_WithdrawRefused); ok {
+			return x.WithdrawRefused
+		}
+	}
+	return nil
+}
+
 type isAgentMessage_Kind interface {
 	isAgentMessage_Kind()
 }
@@ -438,6 +450,11 @@ type AgentMessage_Draining struct {
 	Draining *Draining `protobuf:"bytes,5,opt,name=draining,proto3,oneof"`
 }
 
+type AgentMessage_WithdrawRefused struct {
+	// Pre-dispatched leases the agent will not give up: already started.
+	WithdrawRefused *WithdrawRefused `protobuf:"bytes,6,opt,name=withdraw_refused,json=withdrawRefused,proto3,oneof"`
+}
+
 func (*AgentMessage_Hello) isAgentMessage_Kind() {}
 
 func (*AgentMessage_Heartbeat) isAgentMessage_Kind() {}
@@ -447,6 +464,8 @@ func (*AgentMessage_Outcomes) isAgentMessage_Kind() {}
 func (*AgentMessage_Release) isAgentMessage_Kind() {}
 
 func (*AgentMessage_Draining) isAgentMessage_Kind() {}
+
+func (*AgentMessage_WithdrawRefused) isAgentMessage_Kind() {}
 
 // Sent by the agent as the first message of every stream.
 //
@@ -477,8 +496,14 @@ type Hello struct {
 	// field). A schema that is too large or not valid JSON Schema is ignored
 	// and logged; the agent still connects.
 	PayloadSchemas []*TaskPayloadSchema `protobuf:"bytes,6,rep,name=payload_schemas,json=payloadSchemas,proto3" json:"payload_schemas,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The agent takes pre-dispatched assignments: it starts each at its
+	// Assignment.start_at_ms (correcting for its clock's offset from the
+	// database's, measured on Welcome and RenewReply.db_time_ms) and answers
+	// Withdraw. A coordinator pre-dispatches only to agents that set it; others
+	// get jobs once they are due, as before.
+	PreDispatch   bool `protobuf:"varint,7,opt,name=pre_dispatch,json=preDispatch,proto3" json:"pre_dispatch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Hello) Reset() {
@@ -551,6 +576,13 @@ func (x *Hello) GetPayloadSchemas() []*TaskPayloadSchema {
 		return x.PayloadSchemas
 	}
 	return nil
+}
+
+func (x *Hello) GetPreDispatch() bool {
+	if x != nil {
+		return x.PreDispatch
+	}
+	return false
 }
 
 // The payload schema one task's handler declared.
@@ -920,6 +952,7 @@ type CoordinatorMessage struct {
 	//	*CoordinatorMessage_OutcomeAcks
 	//	*CoordinatorMessage_Revoke
 	//	*CoordinatorMessage_Drain
+	//	*CoordinatorMessage_Withdraw
 	Kind          isCoordinatorMessage_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1016,6 +1049,15 @@ func (x *CoordinatorMessage) GetDrain() *Drain {
 	return nil
 }
 
+func (x *CoordinatorMessage) GetWithdraw() *Withdraw {
+	if x != nil {
+		if x, ok := x.Kind.(*CoordinatorMessage_Withdraw); ok {
+			return x.Withdraw
+		}
+	}
+	return nil
+}
+
 type isCoordinatorMessage_Kind interface {
 	isCoordinatorMessage_Kind()
 }
@@ -1050,6 +1092,11 @@ type CoordinatorMessage_Drain struct {
 	Drain *Drain `protobuf:"bytes,6,opt,name=drain,proto3,oneof"`
 }
 
+type CoordinatorMessage_Withdraw struct {
+	// Give back pre-dispatched leases that have not started.
+	Withdraw *Withdraw `protobuf:"bytes,7,opt,name=withdraw,proto3,oneof"`
+}
+
 func (*CoordinatorMessage_Welcome) isCoordinatorMessage_Kind() {}
 
 func (*CoordinatorMessage_Assignments) isCoordinatorMessage_Kind() {}
@@ -1061,6 +1108,8 @@ func (*CoordinatorMessage_OutcomeAcks) isCoordinatorMessage_Kind() {}
 func (*CoordinatorMessage_Revoke) isCoordinatorMessage_Kind() {}
 
 func (*CoordinatorMessage_Drain) isCoordinatorMessage_Kind() {}
+
+func (*CoordinatorMessage_Withdraw) isCoordinatorMessage_Kind() {}
 
 // Sent by the coordinator once, in answer to Hello, before anything else.
 type Welcome struct {
@@ -1074,8 +1123,16 @@ type Welcome struct {
 	// How often the agent must send a Heartbeat, in milliseconds (a third of
 	// lease_ms, so two heartbeats can be lost before a lease expires).
 	HeartbeatIntervalMs uint32 `protobuf:"varint,3,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The database clock (epoch milliseconds, fractional) as the coordinator
+	// estimated it when it sent this message; 0 when unknown. With the send
+	// time of Hello and the arrival of Welcome it bounds the offset between
+	// the agent's clock and the database's (see RenewReply.db_time_ms).
+	DbTimeMs float64 `protobuf:"fixed64,4,opt,name=db_time_ms,json=dbTimeMs,proto3" json:"db_time_ms,omitempty"`
+	// How far db_time_ms may be from the database's clock, in milliseconds
+	// (half the round trip of the coordinator's best clock reading).
+	DbTimeErrorMs float64 `protobuf:"fixed64,5,opt,name=db_time_error_ms,json=dbTimeErrorMs,proto3" json:"db_time_error_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Welcome) Reset() {
@@ -1125,6 +1182,20 @@ func (x *Welcome) GetLeaseMs() uint32 {
 func (x *Welcome) GetHeartbeatIntervalMs() uint32 {
 	if x != nil {
 		return x.HeartbeatIntervalMs
+	}
+	return 0
+}
+
+func (x *Welcome) GetDbTimeMs() float64 {
+	if x != nil {
+		return x.DbTimeMs
+	}
+	return 0
+}
+
+func (x *Welcome) GetDbTimeErrorMs() float64 {
+	if x != nil {
+		return x.DbTimeErrorMs
 	}
 	return 0
 }
@@ -1216,7 +1287,13 @@ type Assignment struct {
 	// W3C trace context of this run's claim (a `traceparent` header value), or
 	// empty. The agent's run span is its child, and the handler is given it
 	// (the http task sends it on); the outcome carries the run span's back.
-	Traceparent   string `protobuf:"bytes,13,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Traceparent string `protobuf:"bytes,13,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// Pre-dispatch: the instant to start the handler, database clock, epoch
+	// milliseconds; 0 (or past) means at once. Only sent to agents that set
+	// Hello.pre_dispatch. The lease covers the wait and is renewed like any
+	// other; until the handler starts, the coordinator may ask for the lease
+	// back with Withdraw.
+	StartAtMs     float64 `protobuf:"fixed64,14,opt,name=start_at_ms,json=startAtMs,proto3" json:"start_at_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1335,6 +1412,13 @@ func (x *Assignment) GetTraceparent() string {
 	return ""
 }
 
+func (x *Assignment) GetStartAtMs() float64 {
+	if x != nil {
+		return x.StartAtMs
+	}
+	return 0
+}
+
 // Sent by the coordinator in answer to each Heartbeat (and, with seq 0, to
 // the held leases of Hello). Has exactly one LeaseStatus per lease the
 // heartbeat named, in no particular order; match them by job_id and
@@ -1344,7 +1428,15 @@ type RenewReply struct {
 	// The seq of the Heartbeat this answers (0: answers Hello).
 	Seq uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
 	// The state of each lease named in that heartbeat.
-	Statuses      []*LeaseStatus `protobuf:"bytes,2,rep,name=statuses,proto3" json:"statuses,omitempty"`
+	Statuses []*LeaseStatus `protobuf:"bytes,2,rep,name=statuses,proto3" json:"statuses,omitempty"`
+	// The database clock as the coordinator estimated it when it sent this
+	// reply (epoch milliseconds, fractional; 0 when unknown). The reply was
+	// sent after the heartbeat left and before the reply arrived, so
+	// db_time_ms - (send + arrival) / 2 estimates the offset of the agent's
+	// clock within half the round trip, plus db_time_error_ms.
+	DbTimeMs float64 `protobuf:"fixed64,3,opt,name=db_time_ms,json=dbTimeMs,proto3" json:"db_time_ms,omitempty"`
+	// The coordinator's own uncertainty about db_time_ms, in milliseconds.
+	DbTimeErrorMs float64 `protobuf:"fixed64,4,opt,name=db_time_error_ms,json=dbTimeErrorMs,proto3" json:"db_time_error_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1391,6 +1483,20 @@ func (x *RenewReply) GetStatuses() []*LeaseStatus {
 		return x.Statuses
 	}
 	return nil
+}
+
+func (x *RenewReply) GetDbTimeMs() float64 {
+	if x != nil {
+		return x.DbTimeMs
+	}
+	return 0
+}
+
+func (x *RenewReply) GetDbTimeErrorMs() float64 {
+	if x != nil {
+		return x.DbTimeErrorMs
+	}
+	return 0
 }
 
 // Whether one lease is still held after a renewal attempt.
@@ -1744,6 +1850,105 @@ func (x *Revoke) GetReason() LeaseLostReason {
 	return LeaseLostReason_LEASE_LOST_REASON_UNSPECIFIED
 }
 
+// Sent by the coordinator to take back pre-dispatched leases whose handler
+// has not started (a user cancelled, paused or edited the job). For each
+// lease: if its handler has not started, the agent must never start it and
+// gives it back with Release (the coordinator then holds the job for the
+// user's change); if it has started (or finished), the agent answers
+// WithdrawRefused. A lease the agent does not hold is answered
+// WithdrawRefused too.
+type Withdraw struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The leases asked for.
+	Leases        []*LeaseRef `protobuf:"bytes,1,rep,name=leases,proto3" json:"leases,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Withdraw) Reset() {
+	*x = Withdraw{}
+	mi := &file_kairos_v1_agent_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Withdraw) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Withdraw) ProtoMessage() {}
+
+func (x *Withdraw) ProtoReflect() protoreflect.Message {
+	mi := &file_kairos_v1_agent_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Withdraw.ProtoReflect.Descriptor instead.
+func (*Withdraw) Descriptor() ([]byte, []int) {
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Withdraw) GetLeases() []*LeaseRef {
+	if x != nil {
+		return x.Leases
+	}
+	return nil
+}
+
+// Sent by the agent in answer to Withdraw for leases it keeps: their handler
+// has started (or the lease is not the agent's).
+type WithdrawRefused struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The leases kept.
+	Leases        []*LeaseRef `protobuf:"bytes,1,rep,name=leases,proto3" json:"leases,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WithdrawRefused) Reset() {
+	*x = WithdrawRefused{}
+	mi := &file_kairos_v1_agent_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WithdrawRefused) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WithdrawRefused) ProtoMessage() {}
+
+func (x *WithdrawRefused) ProtoReflect() protoreflect.Message {
+	mi := &file_kairos_v1_agent_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WithdrawRefused.ProtoReflect.Descriptor instead.
+func (*WithdrawRefused) Descriptor() ([]byte, []int) {
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *WithdrawRefused) GetLeases() []*LeaseRef {
+	if x != nil {
+		return x.Leases
+	}
+	return nil
+}
+
 // Sent by the coordinator when it is shutting down (or otherwise wants this
 // stream gone). It sends no more Assignments on this stream but keeps
 // answering Heartbeats and Outcomes until it closes the stream after
@@ -1763,7 +1968,7 @@ type Drain struct {
 
 func (x *Drain) Reset() {
 	*x = Drain{}
-	mi := &file_kairos_v1_agent_proto_msgTypes[19]
+	mi := &file_kairos_v1_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1775,7 +1980,7 @@ func (x *Drain) String() string {
 func (*Drain) ProtoMessage() {}
 
 func (x *Drain) ProtoReflect() protoreflect.Message {
-	mi := &file_kairos_v1_agent_proto_msgTypes[19]
+	mi := &file_kairos_v1_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1788,7 +1993,7 @@ func (x *Drain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Drain.ProtoReflect.Descriptor instead.
 func (*Drain) Descriptor() ([]byte, []int) {
-	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_kairos_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Drain) GetGraceMs() uint32 {
@@ -1805,14 +2010,15 @@ const file_kairos_v1_agent_proto_rawDesc = "" +
 	"\x15kairos/v1/agent.proto\x12\tkairos.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"L\n" +
 	"\bLeaseRef\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12)\n" +
-	"\x10lease_generation\x18\x02 \x01(\x04R\x0fleaseGeneration\"\x8c\x02\n" +
+	"\x10lease_generation\x18\x02 \x01(\x04R\x0fleaseGeneration\"\xd5\x02\n" +
 	"\fAgentMessage\x12(\n" +
 	"\x05hello\x18\x01 \x01(\v2\x10.kairos.v1.HelloH\x00R\x05hello\x124\n" +
 	"\theartbeat\x18\x02 \x01(\v2\x14.kairos.v1.HeartbeatH\x00R\theartbeat\x121\n" +
 	"\boutcomes\x18\x03 \x01(\v2\x13.kairos.v1.OutcomesH\x00R\boutcomes\x12.\n" +
 	"\arelease\x18\x04 \x01(\v2\x12.kairos.v1.ReleaseH\x00R\arelease\x121\n" +
-	"\bdraining\x18\x05 \x01(\v2\x13.kairos.v1.DrainingH\x00R\bdrainingB\x06\n" +
-	"\x04kind\"\xeb\x01\n" +
+	"\bdraining\x18\x05 \x01(\v2\x13.kairos.v1.DrainingH\x00R\bdraining\x12G\n" +
+	"\x10withdraw_refused\x18\x06 \x01(\v2\x1a.kairos.v1.WithdrawRefusedH\x00R\x0fwithdrawRefusedB\x06\n" +
+	"\x04kind\"\x8e\x02\n" +
 	"\x05Hello\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x14\n" +
 	"\x05tasks\x18\x02 \x03(\tR\x05tasks\x12\x1a\n" +
@@ -1820,7 +2026,8 @@ const file_kairos_v1_agent_proto_rawDesc = "" +
 	"\vheld_leases\x18\x04 \x03(\v2\x13.kairos.v1.LeaseRefR\n" +
 	"heldLeases\x12\x18\n" +
 	"\aversion\x18\x05 \x01(\tR\aversion\x12E\n" +
-	"\x0fpayload_schemas\x18\x06 \x03(\v2\x1c.kairos.v1.TaskPayloadSchemaR\x0epayloadSchemas\"H\n" +
+	"\x0fpayload_schemas\x18\x06 \x03(\v2\x1c.kairos.v1.TaskPayloadSchemaR\x0epayloadSchemas\x12!\n" +
+	"\fpre_dispatch\x18\a \x01(\bR\vpreDispatch\"H\n" +
 	"\x11TaskPayloadSchema\x12\x12\n" +
 	"\x04task\x18\x01 \x01(\tR\x04task\x12\x1f\n" +
 	"\vjson_schema\x18\x02 \x01(\tR\n" +
@@ -1841,7 +2048,7 @@ const file_kairos_v1_agent_proto_rawDesc = "" +
 	"\aRelease\x12+\n" +
 	"\x06leases\x18\x01 \x03(\v2\x13.kairos.v1.LeaseRefR\x06leases\"\n" +
 	"\n" +
-	"\bDraining\"\xd6\x02\n" +
+	"\bDraining\"\x89\x03\n" +
 	"\x12CoordinatorMessage\x12.\n" +
 	"\awelcome\x18\x01 \x01(\v2\x12.kairos.v1.WelcomeH\x00R\awelcome\x12:\n" +
 	"\vassignments\x18\x02 \x01(\v2\x16.kairos.v1.AssignmentsH\x00R\vassignments\x128\n" +
@@ -1849,14 +2056,18 @@ const file_kairos_v1_agent_proto_rawDesc = "" +
 	"renewReply\x12;\n" +
 	"\foutcome_acks\x18\x04 \x01(\v2\x16.kairos.v1.OutcomeAcksH\x00R\voutcomeAcks\x12+\n" +
 	"\x06revoke\x18\x05 \x01(\v2\x11.kairos.v1.RevokeH\x00R\x06revoke\x12(\n" +
-	"\x05drain\x18\x06 \x01(\v2\x10.kairos.v1.DrainH\x00R\x05drainB\x06\n" +
-	"\x04kind\"\x7f\n" +
+	"\x05drain\x18\x06 \x01(\v2\x10.kairos.v1.DrainH\x00R\x05drain\x121\n" +
+	"\bwithdraw\x18\a \x01(\v2\x13.kairos.v1.WithdrawH\x00R\bwithdrawB\x06\n" +
+	"\x04kind\"\xc6\x01\n" +
 	"\aWelcome\x12%\n" +
 	"\x0ecoordinator_id\x18\x01 \x01(\tR\rcoordinatorId\x12\x19\n" +
 	"\blease_ms\x18\x02 \x01(\rR\aleaseMs\x122\n" +
-	"\x15heartbeat_interval_ms\x18\x03 \x01(\rR\x13heartbeatIntervalMs\"F\n" +
+	"\x15heartbeat_interval_ms\x18\x03 \x01(\rR\x13heartbeatIntervalMs\x12\x1c\n" +
+	"\n" +
+	"db_time_ms\x18\x04 \x01(\x01R\bdbTimeMs\x12'\n" +
+	"\x10db_time_error_ms\x18\x05 \x01(\x01R\rdbTimeErrorMs\"F\n" +
 	"\vAssignments\x127\n" +
-	"\vassignments\x18\x01 \x03(\v2\x15.kairos.v1.AssignmentR\vassignments\"\xb7\x03\n" +
+	"\vassignments\x18\x01 \x03(\v2\x15.kairos.v1.AssignmentR\vassignments\"\xd7\x03\n" +
 	"\n" +
 	"Assignment\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x15\n" +
@@ -1873,11 +2084,15 @@ const file_kairos_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"anchor_seq\x18\v \x01(\x04R\tanchorSeq\x12!\n" +
 	"\fpayload_json\x18\f \x01(\tR\vpayloadJson\x12 \n" +
-	"\vtraceparent\x18\r \x01(\tR\vtraceparentJ\x04\b\x04\x10\x05R\apayload\"R\n" +
+	"\vtraceparent\x18\r \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\vstart_at_ms\x18\x0e \x01(\x01R\tstartAtMsJ\x04\b\x04\x10\x05R\apayload\"\x99\x01\n" +
 	"\n" +
 	"RenewReply\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x122\n" +
-	"\bstatuses\x18\x02 \x03(\v2\x16.kairos.v1.LeaseStatusR\bstatuses\"\xd2\x01\n" +
+	"\bstatuses\x18\x02 \x03(\v2\x16.kairos.v1.LeaseStatusR\bstatuses\x12\x1c\n" +
+	"\n" +
+	"db_time_ms\x18\x03 \x01(\x01R\bdbTimeMs\x12'\n" +
+	"\x10db_time_error_ms\x18\x04 \x01(\x01R\rdbTimeErrorMs\"\xd2\x01\n" +
 	"\vLeaseStatus\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12)\n" +
 	"\x10lease_generation\x18\x02 \x01(\x04R\x0fleaseGeneration\x12#\n" +
@@ -1896,7 +2111,11 @@ const file_kairos_v1_agent_proto_rawDesc = "" +
 	"\x06result\x18\x03 \x01(\x0e2\x1b.kairos.v1.OutcomeAckResultR\x06result\"i\n" +
 	"\x06Revoke\x12+\n" +
 	"\x06leases\x18\x01 \x03(\v2\x13.kairos.v1.LeaseRefR\x06leases\x122\n" +
-	"\x06reason\x18\x02 \x01(\x0e2\x1a.kairos.v1.LeaseLostReasonR\x06reason\"\"\n" +
+	"\x06reason\x18\x02 \x01(\x0e2\x1a.kairos.v1.LeaseLostReasonR\x06reason\"7\n" +
+	"\bWithdraw\x12+\n" +
+	"\x06leases\x18\x01 \x03(\v2\x13.kairos.v1.LeaseRefR\x06leases\">\n" +
+	"\x0fWithdrawRefused\x12+\n" +
+	"\x06leases\x18\x01 \x03(\v2\x13.kairos.v1.LeaseRefR\x06leases\"\"\n" +
 	"\x05Drain\x12\x19\n" +
 	"\bgrace_ms\x18\x01 \x01(\rR\agraceMs*\xa4\x01\n" +
 	"\rHandlerResult\x12\x1e\n" +
@@ -1934,7 +2153,7 @@ func file_kairos_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_kairos_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_kairos_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_kairos_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_kairos_v1_agent_proto_goTypes = []any{
 	(HandlerResult)(0),            // 0: kairos.v1.HandlerResult
 	(LeaseLostReason)(0),          // 1: kairos.v1.LeaseLostReason
@@ -1958,8 +2177,10 @@ var file_kairos_v1_agent_proto_goTypes = []any{
 	(*OutcomeAcks)(nil),           // 19: kairos.v1.OutcomeAcks
 	(*OutcomeAck)(nil),            // 20: kairos.v1.OutcomeAck
 	(*Revoke)(nil),                // 21: kairos.v1.Revoke
-	(*Drain)(nil),                 // 22: kairos.v1.Drain
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
+	(*Withdraw)(nil),              // 22: kairos.v1.Withdraw
+	(*WithdrawRefused)(nil),       // 23: kairos.v1.WithdrawRefused
+	(*Drain)(nil),                 // 24: kairos.v1.Drain
+	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
 }
 var file_kairos_v1_agent_proto_depIdxs = []int32{
 	5,  // 0: kairos.v1.AgentMessage.hello:type_name -> kairos.v1.Hello
@@ -1967,35 +2188,39 @@ var file_kairos_v1_agent_proto_depIdxs = []int32{
 	8,  // 2: kairos.v1.AgentMessage.outcomes:type_name -> kairos.v1.Outcomes
 	10, // 3: kairos.v1.AgentMessage.release:type_name -> kairos.v1.Release
 	11, // 4: kairos.v1.AgentMessage.draining:type_name -> kairos.v1.Draining
-	3,  // 5: kairos.v1.Hello.held_leases:type_name -> kairos.v1.LeaseRef
-	6,  // 6: kairos.v1.Hello.payload_schemas:type_name -> kairos.v1.TaskPayloadSchema
-	3,  // 7: kairos.v1.Heartbeat.leases:type_name -> kairos.v1.LeaseRef
-	9,  // 8: kairos.v1.Outcomes.outcomes:type_name -> kairos.v1.LeaseOutcome
-	0,  // 9: kairos.v1.LeaseOutcome.result:type_name -> kairos.v1.HandlerResult
-	23, // 10: kairos.v1.LeaseOutcome.finished_at:type_name -> google.protobuf.Timestamp
-	3,  // 11: kairos.v1.Release.leases:type_name -> kairos.v1.LeaseRef
-	13, // 12: kairos.v1.CoordinatorMessage.welcome:type_name -> kairos.v1.Welcome
-	14, // 13: kairos.v1.CoordinatorMessage.assignments:type_name -> kairos.v1.Assignments
-	16, // 14: kairos.v1.CoordinatorMessage.renew_reply:type_name -> kairos.v1.RenewReply
-	19, // 15: kairos.v1.CoordinatorMessage.outcome_acks:type_name -> kairos.v1.OutcomeAcks
-	21, // 16: kairos.v1.CoordinatorMessage.revoke:type_name -> kairos.v1.Revoke
-	22, // 17: kairos.v1.CoordinatorMessage.drain:type_name -> kairos.v1.Drain
-	15, // 18: kairos.v1.Assignments.assignments:type_name -> kairos.v1.Assignment
-	23, // 19: kairos.v1.Assignment.scheduled_for:type_name -> google.protobuf.Timestamp
-	17, // 20: kairos.v1.RenewReply.statuses:type_name -> kairos.v1.LeaseStatus
-	18, // 21: kairos.v1.LeaseStatus.lost:type_name -> kairos.v1.LeaseLost
-	1,  // 22: kairos.v1.LeaseLost.reason:type_name -> kairos.v1.LeaseLostReason
-	20, // 23: kairos.v1.OutcomeAcks.acks:type_name -> kairos.v1.OutcomeAck
-	2,  // 24: kairos.v1.OutcomeAck.result:type_name -> kairos.v1.OutcomeAckResult
-	3,  // 25: kairos.v1.Revoke.leases:type_name -> kairos.v1.LeaseRef
-	1,  // 26: kairos.v1.Revoke.reason:type_name -> kairos.v1.LeaseLostReason
-	4,  // 27: kairos.v1.AgentService.Connect:input_type -> kairos.v1.AgentMessage
-	12, // 28: kairos.v1.AgentService.Connect:output_type -> kairos.v1.CoordinatorMessage
-	28, // [28:29] is the sub-list for method output_type
-	27, // [27:28] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	23, // 5: kairos.v1.AgentMessage.withdraw_refused:type_name -> kairos.v1.WithdrawRefused
+	3,  // 6: kairos.v1.Hello.held_leases:type_name -> kairos.v1.LeaseRef
+	6,  // 7: kairos.v1.Hello.payload_schemas:type_name -> kairos.v1.TaskPayloadSchema
+	3,  // 8: kairos.v1.Heartbeat.leases:type_name -> kairos.v1.LeaseRef
+	9,  // 9: kairos.v1.Outcomes.outcomes:type_name -> kairos.v1.LeaseOutcome
+	0,  // 10: kairos.v1.LeaseOutcome.result:type_name -> kairos.v1.HandlerResult
+	25, // 11: kairos.v1.LeaseOutcome.finished_at:type_name -> google.protobuf.Timestamp
+	3,  // 12: kairos.v1.Release.leases:type_name -> kairos.v1.LeaseRef
+	13, // 13: kairos.v1.CoordinatorMessage.welcome:type_name -> kairos.v1.Welcome
+	14, // 14: kairos.v1.CoordinatorMessage.assignments:type_name -> kairos.v1.Assignments
+	16, // 15: kairos.v1.CoordinatorMessage.renew_reply:type_name -> kairos.v1.RenewReply
+	19, // 16: kairos.v1.CoordinatorMessage.outcome_acks:type_name -> kairos.v1.OutcomeAcks
+	21, // 17: kairos.v1.CoordinatorMessage.revoke:type_name -> kairos.v1.Revoke
+	24, // 18: kairos.v1.CoordinatorMessage.drain:type_name -> kairos.v1.Drain
+	22, // 19: kairos.v1.CoordinatorMessage.withdraw:type_name -> kairos.v1.Withdraw
+	15, // 20: kairos.v1.Assignments.assignments:type_name -> kairos.v1.Assignment
+	25, // 21: kairos.v1.Assignment.scheduled_for:type_name -> google.protobuf.Timestamp
+	17, // 22: kairos.v1.RenewReply.statuses:type_name -> kairos.v1.LeaseStatus
+	18, // 23: kairos.v1.LeaseStatus.lost:type_name -> kairos.v1.LeaseLost
+	1,  // 24: kairos.v1.LeaseLost.reason:type_name -> kairos.v1.LeaseLostReason
+	20, // 25: kairos.v1.OutcomeAcks.acks:type_name -> kairos.v1.OutcomeAck
+	2,  // 26: kairos.v1.OutcomeAck.result:type_name -> kairos.v1.OutcomeAckResult
+	3,  // 27: kairos.v1.Revoke.leases:type_name -> kairos.v1.LeaseRef
+	1,  // 28: kairos.v1.Revoke.reason:type_name -> kairos.v1.LeaseLostReason
+	3,  // 29: kairos.v1.Withdraw.leases:type_name -> kairos.v1.LeaseRef
+	3,  // 30: kairos.v1.WithdrawRefused.leases:type_name -> kairos.v1.LeaseRef
+	4,  // 31: kairos.v1.AgentService.Connect:input_type -> kairos.v1.AgentMessage
+	12, // 32: kairos.v1.AgentService.Connect:output_type -> kairos.v1.CoordinatorMessage
+	32, // [32:33] is the sub-list for method output_type
+	31, // [31:32] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_kairos_v1_agent_proto_init() }
@@ -2009,6 +2234,7 @@ func file_kairos_v1_agent_proto_init() {
 		(*AgentMessage_Outcomes)(nil),
 		(*AgentMessage_Release)(nil),
 		(*AgentMessage_Draining)(nil),
+		(*AgentMessage_WithdrawRefused)(nil),
 	}
 	file_kairos_v1_agent_proto_msgTypes[9].OneofWrappers = []any{
 		(*CoordinatorMessage_Welcome)(nil),
@@ -2017,6 +2243,7 @@ func file_kairos_v1_agent_proto_init() {
 		(*CoordinatorMessage_OutcomeAcks)(nil),
 		(*CoordinatorMessage_Revoke)(nil),
 		(*CoordinatorMessage_Drain)(nil),
+		(*CoordinatorMessage_Withdraw)(nil),
 	}
 	file_kairos_v1_agent_proto_msgTypes[14].OneofWrappers = []any{
 		(*LeaseStatus_RemainingMs)(nil),
@@ -2028,7 +2255,7 @@ func file_kairos_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kairos_v1_agent_proto_rawDesc), len(file_kairos_v1_agent_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -17,6 +17,8 @@
 //                                       <-- OutcomeAcks{...}
 //   Release{...} / Draining{}           -->  (SIGTERM: stop taking work)
 //                                       <-- Revoke{...} / Drain{}
+//                                       <-- Withdraw{...}  (pre-dispatched, not started)
+//   Release{...} / WithdrawRefused{...} -->
 //
 // Leases and fencing:
 // - A lease is identified by (job_id, lease_generation). The generation

@@ -54,34 +54,38 @@ class LeaseRef(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., lease_generation: _Optional[int] = ...) -> None: ...
 
 class AgentMessage(_message.Message):
-    __slots__ = ("hello", "heartbeat", "outcomes", "release", "draining")
+    __slots__ = ("hello", "heartbeat", "outcomes", "release", "draining", "withdraw_refused")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     OUTCOMES_FIELD_NUMBER: _ClassVar[int]
     RELEASE_FIELD_NUMBER: _ClassVar[int]
     DRAINING_FIELD_NUMBER: _ClassVar[int]
+    WITHDRAW_REFUSED_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     heartbeat: Heartbeat
     outcomes: Outcomes
     release: Release
     draining: Draining
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., outcomes: _Optional[_Union[Outcomes, _Mapping]] = ..., release: _Optional[_Union[Release, _Mapping]] = ..., draining: _Optional[_Union[Draining, _Mapping]] = ...) -> None: ...
+    withdraw_refused: WithdrawRefused
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., outcomes: _Optional[_Union[Outcomes, _Mapping]] = ..., release: _Optional[_Union[Release, _Mapping]] = ..., draining: _Optional[_Union[Draining, _Mapping]] = ..., withdraw_refused: _Optional[_Union[WithdrawRefused, _Mapping]] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("agent_id", "tasks", "capacity", "held_leases", "version", "payload_schemas")
+    __slots__ = ("agent_id", "tasks", "capacity", "held_leases", "version", "payload_schemas", "pre_dispatch")
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
     HELD_LEASES_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_SCHEMAS_FIELD_NUMBER: _ClassVar[int]
+    PRE_DISPATCH_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     tasks: _containers.RepeatedScalarFieldContainer[str]
     capacity: int
     held_leases: _containers.RepeatedCompositeFieldContainer[LeaseRef]
     version: str
     payload_schemas: _containers.RepeatedCompositeFieldContainer[TaskPayloadSchema]
-    def __init__(self, agent_id: _Optional[str] = ..., tasks: _Optional[_Iterable[str]] = ..., capacity: _Optional[int] = ..., held_leases: _Optional[_Iterable[_Union[LeaseRef, _Mapping]]] = ..., version: _Optional[str] = ..., payload_schemas: _Optional[_Iterable[_Union[TaskPayloadSchema, _Mapping]]] = ...) -> None: ...
+    pre_dispatch: bool
+    def __init__(self, agent_id: _Optional[str] = ..., tasks: _Optional[_Iterable[str]] = ..., capacity: _Optional[int] = ..., held_leases: _Optional[_Iterable[_Union[LeaseRef, _Mapping]]] = ..., version: _Optional[str] = ..., payload_schemas: _Optional[_Iterable[_Union[TaskPayloadSchema, _Mapping]]] = ..., pre_dispatch: _Optional[bool] = ...) -> None: ...
 
 class TaskPayloadSchema(_message.Message):
     __slots__ = ("task", "json_schema")
@@ -132,30 +136,36 @@ class Draining(_message.Message):
     def __init__(self) -> None: ...
 
 class CoordinatorMessage(_message.Message):
-    __slots__ = ("welcome", "assignments", "renew_reply", "outcome_acks", "revoke", "drain")
+    __slots__ = ("welcome", "assignments", "renew_reply", "outcome_acks", "revoke", "drain", "withdraw")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     ASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
     RENEW_REPLY_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_ACKS_FIELD_NUMBER: _ClassVar[int]
     REVOKE_FIELD_NUMBER: _ClassVar[int]
     DRAIN_FIELD_NUMBER: _ClassVar[int]
+    WITHDRAW_FIELD_NUMBER: _ClassVar[int]
     welcome: Welcome
     assignments: Assignments
     renew_reply: RenewReply
     outcome_acks: OutcomeAcks
     revoke: Revoke
     drain: Drain
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., assignments: _Optional[_Union[Assignments, _Mapping]] = ..., renew_reply: _Optional[_Union[RenewReply, _Mapping]] = ..., outcome_acks: _Optional[_Union[OutcomeAcks, _Mapping]] = ..., revoke: _Optional[_Union[Revoke, _Mapping]] = ..., drain: _Optional[_Union[Drain, _Mapping]] = ...) -> None: ...
+    withdraw: Withdraw
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., assignments: _Optional[_Union[Assignments, _Mapping]] = ..., renew_reply: _Optional[_Union[RenewReply, _Mapping]] = ..., outcome_acks: _Optional[_Union[OutcomeAcks, _Mapping]] = ..., revoke: _Optional[_Union[Revoke, _Mapping]] = ..., drain: _Optional[_Union[Drain, _Mapping]] = ..., withdraw: _Optional[_Union[Withdraw, _Mapping]] = ...) -> None: ...
 
 class Welcome(_message.Message):
-    __slots__ = ("coordinator_id", "lease_ms", "heartbeat_interval_ms")
+    __slots__ = ("coordinator_id", "lease_ms", "heartbeat_interval_ms", "db_time_ms", "db_time_error_ms")
     COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_MS_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    DB_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    DB_TIME_ERROR_MS_FIELD_NUMBER: _ClassVar[int]
     coordinator_id: str
     lease_ms: int
     heartbeat_interval_ms: int
-    def __init__(self, coordinator_id: _Optional[str] = ..., lease_ms: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ...) -> None: ...
+    db_time_ms: float
+    db_time_error_ms: float
+    def __init__(self, coordinator_id: _Optional[str] = ..., lease_ms: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., db_time_ms: _Optional[float] = ..., db_time_error_ms: _Optional[float] = ...) -> None: ...
 
 class Assignments(_message.Message):
     __slots__ = ("assignments",)
@@ -164,7 +174,7 @@ class Assignments(_message.Message):
     def __init__(self, assignments: _Optional[_Iterable[_Union[Assignment, _Mapping]]] = ...) -> None: ...
 
 class Assignment(_message.Message):
-    __slots__ = ("job_id", "run_id", "task", "attempt", "max_attempts", "lease_generation", "lease_remaining_ms", "timeout_ms", "scheduled_for", "anchor_seq", "payload_json", "traceparent")
+    __slots__ = ("job_id", "run_id", "task", "attempt", "max_attempts", "lease_generation", "lease_remaining_ms", "timeout_ms", "scheduled_for", "anchor_seq", "payload_json", "traceparent", "start_at_ms")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
@@ -177,6 +187,7 @@ class Assignment(_message.Message):
     ANCHOR_SEQ_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_JSON_FIELD_NUMBER: _ClassVar[int]
     TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
+    START_AT_MS_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     run_id: str
     task: str
@@ -189,15 +200,20 @@ class Assignment(_message.Message):
     anchor_seq: int
     payload_json: str
     traceparent: str
-    def __init__(self, job_id: _Optional[str] = ..., run_id: _Optional[str] = ..., task: _Optional[str] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., lease_generation: _Optional[int] = ..., lease_remaining_ms: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., anchor_seq: _Optional[int] = ..., payload_json: _Optional[str] = ..., traceparent: _Optional[str] = ...) -> None: ...
+    start_at_ms: float
+    def __init__(self, job_id: _Optional[str] = ..., run_id: _Optional[str] = ..., task: _Optional[str] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., lease_generation: _Optional[int] = ..., lease_remaining_ms: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., anchor_seq: _Optional[int] = ..., payload_json: _Optional[str] = ..., traceparent: _Optional[str] = ..., start_at_ms: _Optional[float] = ...) -> None: ...
 
 class RenewReply(_message.Message):
-    __slots__ = ("seq", "statuses")
+    __slots__ = ("seq", "statuses", "db_time_ms", "db_time_error_ms")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     STATUSES_FIELD_NUMBER: _ClassVar[int]
+    DB_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    DB_TIME_ERROR_MS_FIELD_NUMBER: _ClassVar[int]
     seq: int
     statuses: _containers.RepeatedCompositeFieldContainer[LeaseStatus]
-    def __init__(self, seq: _Optional[int] = ..., statuses: _Optional[_Iterable[_Union[LeaseStatus, _Mapping]]] = ...) -> None: ...
+    db_time_ms: float
+    db_time_error_ms: float
+    def __init__(self, seq: _Optional[int] = ..., statuses: _Optional[_Iterable[_Union[LeaseStatus, _Mapping]]] = ..., db_time_ms: _Optional[float] = ..., db_time_error_ms: _Optional[float] = ...) -> None: ...
 
 class LeaseStatus(_message.Message):
     __slots__ = ("job_id", "lease_generation", "remaining_ms", "lost", "abort_requested")
@@ -242,6 +258,18 @@ class Revoke(_message.Message):
     leases: _containers.RepeatedCompositeFieldContainer[LeaseRef]
     reason: LeaseLostReason
     def __init__(self, leases: _Optional[_Iterable[_Union[LeaseRef, _Mapping]]] = ..., reason: _Optional[_Union[LeaseLostReason, str]] = ...) -> None: ...
+
+class Withdraw(_message.Message):
+    __slots__ = ("leases",)
+    LEASES_FIELD_NUMBER: _ClassVar[int]
+    leases: _containers.RepeatedCompositeFieldContainer[LeaseRef]
+    def __init__(self, leases: _Optional[_Iterable[_Union[LeaseRef, _Mapping]]] = ...) -> None: ...
+
+class WithdrawRefused(_message.Message):
+    __slots__ = ("leases",)
+    LEASES_FIELD_NUMBER: _ClassVar[int]
+    leases: _containers.RepeatedCompositeFieldContainer[LeaseRef]
+    def __init__(self, leases: _Optional[_Iterable[_Union[LeaseRef, _Mapping]]] = ...) -> None: ...
 
 class Drain(_message.Message):
     __slots__ = ("grace_ms",)

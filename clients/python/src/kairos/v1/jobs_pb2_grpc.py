@@ -173,10 +173,14 @@ class JobServiceServicer:
         """Cancels a job that is not running: a DUE or PAUSED job becomes CANCELLED
         and never runs again. Cancelling a CANCELLED job succeeds again (no-op).
 
-        FAILED_PRECONDITION when the job is CLAIMED (an agent holds its lease;
-        a claimed job cannot be cancelled: stop the run with AbortRun, or retry
-        once it has ended) or finished (COMPLETED, DEAD). NOT_FOUND for an
-        unknown id.
+        A job pre-dispatched to an agent (claimed ahead of its due instant) that
+        has not started is cancelled too, once that agent has confirmed it gave
+        it back; the wait for it is bounded (KAIROS_WITHDRAW_WAIT_MS).
+
+        FAILED_PRECONDITION when the job is CLAIMED and running or about to (an
+        agent holds its lease and has started it, or did not confirm in time:
+        stop the run with AbortRun, or retry once it has ended) or finished
+        (COMPLETED, DEAD). NOT_FOUND for an unknown id.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -17,6 +17,8 @@
 //                                       <-- OutcomeAcks{...}
 //   Release{...} / Draining{}           -->  (SIGTERM: stop taking work)
 //                                       <-- Revoke{...} / Drain{}
+//                                       <-- Withdraw{...}  (pre-dispatched, not started)
+//   Release{...} / WithdrawRefused{...} -->
 //
 // Leases and fencing:
 // - A lease is identified by (job_id, lease_generation). The generation
@@ -62,7 +64,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file kairos/v1/agent.proto.
  */
 export const file_kairos_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChVrYWlyb3MvdjEvYWdlbnQucHJvdG8SCWthaXJvcy52MSI0CghMZWFzZVJlZhIOCgZqb2JfaWQYASABKAkSGAoQbGVhc2VfZ2VuZXJhdGlvbhgCIAEoBCLdAQoMQWdlbnRNZXNzYWdlEiEKBWhlbGxvGAEgASgLMhAua2Fpcm9zLnYxLkhlbGxvSAASKQoJaGVhcnRiZWF0GAIgASgLMhQua2Fpcm9zLnYxLkhlYXJ0YmVhdEgAEicKCG91dGNvbWVzGAMgASgLMhMua2Fpcm9zLnYxLk91dGNvbWVzSAASJQoHcmVsZWFzZRgEIAEoCzISLmthaXJvcy52MS5SZWxlYXNlSAASJwoIZHJhaW5pbmcYBSABKAsyEy5rYWlyb3MudjEuRHJhaW5pbmdIAEIGCgRraW5kIqwBCgVIZWxsbxIQCghhZ2VudF9pZBgBIAEoCRINCgV0YXNrcxgCIAMoCRIQCghjYXBhY2l0eRgDIAEoDRIoCgtoZWxkX2xlYXNlcxgEIAMoCzITLmthaXJvcy52MS5MZWFzZVJlZhIPCgd2ZXJzaW9uGAUgASgJEjUKD3BheWxvYWRfc2NoZW1hcxgGIAMoCzIcLmthaXJvcy52MS5UYXNrUGF5bG9hZFNjaGVtYSI2ChFUYXNrUGF5bG9hZFNjaGVtYRIMCgR0YXNrGAEgASgJEhMKC2pzb25fc2NoZW1hGAIgASgJIj0KCUhlYXJ0YmVhdBILCgNzZXEYASABKAQSIwoGbGVhc2VzGAIgAygLMhMua2Fpcm9zLnYxLkxlYXNlUmVmIjUKCE91dGNvbWVzEikKCG91dGNvbWVzGAEgAygLMhcua2Fpcm9zLnYxLkxlYXNlT3V0Y29tZSK3AQoMTGVhc2VPdXRjb21lEg4KBmpvYl9pZBgBIAEoCRIYChBsZWFzZV9nZW5lcmF0aW9uGAIgASgEEigKBnJlc3VsdBgDIAEoDjIYLmthaXJvcy52MS5IYW5kbGVyUmVzdWx0Eg0KBWVycm9yGAQgASgJEi8KC2ZpbmlzaGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgt0cmFjZXBhcmVudBgGIAEoCSIuCgdSZWxlYXNlEiMKBmxlYXNlcxgBIAMoCzITLmthaXJvcy52MS5MZWFzZVJlZiIKCghEcmFpbmluZyKYAgoSQ29vcmRpbmF0b3JNZXNzYWdlEiUKB3dlbGNvbWUYASABKAsyEi5rYWlyb3MudjEuV2VsY29tZUgAEi0KC2Fzc2lnbm1lbnRzGAIgASgLMhYua2Fpcm9zLnYxLkFzc2lnbm1lbnRzSAASLAoLcmVuZXdfcmVwbHkYAyABKAsyFS5rYWlyb3MudjEuUmVuZXdSZXBseUgAEi4KDG91dGNvbWVfYWNrcxgEIAEoCzIWLmthaXJvcy52MS5PdXRjb21lQWNrc0gAEiMKBnJldm9rZRgFIAEoCzIRLmthaXJvcy52MS5SZXZva2VIABIhCgVkcmFpbhgGIAEoCzIQLmthaXJvcy52MS5EcmFpbkgAQgYKBGtpbmQiUgoHV2VsY29tZRIWCg5jb29yZGluYXRvcl9pZBgBIAEoCRIQCghsZWFzZV9tcxgCIAEoDRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYAyABKA0iOQoLQXNzaWdubWVudHMSKgoLYXNzaWdubWVudHMYASADKAsyFS5rYWlyb3MudjEuQXNzaWdubWVudCKsAgoKQXNzaWdubWVudBIOCgZqb2JfaWQYASABKAkSDgoGcnVuX2lkGAIgASgJEgwKBHRhc2sYAyABKAkSDwoHYXR0ZW1wdBgFIAEoDRIUCgxtYXhfYXR0ZW1wdHMYBiABKA0SGAoQbGVhc2VfZ2VuZXJhdGlvbhgHIAEoBBIaChJsZWFzZV9yZW1haW5pbmdfbXMYCCABKA0SEgoKdGltZW91dF9tcxgJIAEoDRIxCg1zY2hlZHVsZWRfZm9yGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgphbmNob3Jfc2VxGAsgASgEEhQKDHBheWxvYWRfanNvbhgMIAEoCRITCgt0cmFjZXBhcmVudBgNIAEoCUoECAQQBVIHcGF5bG9hZCJDCgpSZW5ld1JlcGx5EgsKA3NlcRgBIAEoBBIoCghzdGF0dXNlcxgCIAMoCzIWLmthaXJvcy52MS5MZWFzZVN0YXR1cyKXAQoLTGVhc2VTdGF0dXMSDgoGam9iX2lkGAEgASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YAiABKAQSFgoMcmVtYWluaW5nX21zGAMgASgNSAASJAoEbG9zdBgEIAEoCzIULmthaXJvcy52MS5MZWFzZUxvc3RIABIXCg9hYm9ydF9yZXF1ZXN0ZWQYBSABKAhCBwoFc3RhdGUiNwoJTGVhc2VMb3N0EioKBnJlYXNvbhgBIAEoDjIaLmthaXJvcy52MS5MZWFzZUxvc3RSZWFzb24iMgoLT3V0Y29tZUFja3MSIwoEYWNrcxgBIAMoCzIVLmthaXJvcy52MS5PdXRjb21lQWNrImMKCk91dGNvbWVBY2sSDgoGam9iX2lkGAEgASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YAiABKAQSKwoGcmVzdWx0GAMgASgOMhsua2Fpcm9zLnYxLk91dGNvbWVBY2tSZXN1bHQiWQoGUmV2b2tlEiMKBmxlYXNlcxgBIAMoCzITLmthaXJvcy52MS5MZWFzZVJlZhIqCgZyZWFzb24YAiABKA4yGi5rYWlyb3MudjEuTGVhc2VMb3N0UmVhc29uIhkKBURyYWluEhAKCGdyYWNlX21zGAEgASgNKqQBCg1IYW5kbGVyUmVzdWx0Eh4KGkhBTkRMRVJfUkVTVUxUX1VOU1BFQ0lGSUVEEAASHAoYSEFORExFUl9SRVNVTFRfU1VDQ0VFREVEEAESGQoVSEFORExFUl9SRVNVTFRfRkFJTEVEEAISHAoYSEFORExFUl9SRVNVTFRfVElNRURfT1VUEAMSHAoYSEFORExFUl9SRVNVTFRfQ0FOQ0VMTEVEEAQqvQEKD0xlYXNlTG9zdFJlYXNvbhIhCh1MRUFTRV9MT1NUX1JFQVNPTl9VTlNQRUNJRklFRBAAEiYKIkxFQVNFX0xPU1RfUkVBU09OX1NUQUxFX0dFTkVSQVRJT04QARIdChlMRUFTRV9MT1NUX1JFQVNPTl9FWFBJUkVEEAISHwobTEVBU0VfTE9TVF9SRUFTT05fQ0FOQ0VMTEVEEAMSHwobTEVBU0VfTE9TVF9SRUFTT05fTk9UX0ZPVU5EEAQqdQoQT3V0Y29tZUFja1Jlc3VsdBIiCh5PVVRDT01FX0FDS19SRVNVTFRfVU5TUEVDSUZJRUQQABIfChtPVVRDT01FX0FDS19SRVNVTFRfUkVDT1JERUQQARIcChhPVVRDT01FX0FDS19SRVNVTFRfU1RBTEUQAjJVCgxBZ2VudFNlcnZpY2USRQoHQ29ubmVjdBIXLmthaXJvcy52MS5BZ2VudE1lc3NhZ2UaHS5rYWlyb3MudjEuQ29vcmRpbmF0b3JNZXNzYWdlKAEwAUJsCg1kZXYua2Fpcm9zLnYxQgpBZ2VudFByb3RvUAFaKGthaXJvcy5kZXYvY2xpZW50L2dlbi9rYWlyb3MvdjE7a2Fpcm9zdjGqAglLYWlyb3MuVjHKAglLYWlyb3NcVjHqAgpLYWlyb3M6OlYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChVrYWlyb3MvdjEvYWdlbnQucHJvdG8SCWthaXJvcy52MSI0CghMZWFzZVJlZhIOCgZqb2JfaWQYASABKAkSGAoQbGVhc2VfZ2VuZXJhdGlvbhgCIAEoBCKVAgoMQWdlbnRNZXNzYWdlEiEKBWhlbGxvGAEgASgLMhAua2Fpcm9zLnYxLkhlbGxvSAASKQoJaGVhcnRiZWF0GAIgASgLMhQua2Fpcm9zLnYxLkhlYXJ0YmVhdEgAEicKCG91dGNvbWVzGAMgASgLMhMua2Fpcm9zLnYxLk91dGNvbWVzSAASJQoHcmVsZWFzZRgEIAEoCzISLmthaXJvcy52MS5SZWxlYXNlSAASJwoIZHJhaW5pbmcYBSABKAsyEy5rYWlyb3MudjEuRHJhaW5pbmdIABI2ChB3aXRoZHJhd19yZWZ1c2VkGAYgASgLMhoua2Fpcm9zLnYxLldpdGhkcmF3UmVmdXNlZEgAQgYKBGtpbmQiwgEKBUhlbGxvEhAKCGFnZW50X2lkGAEgASgJEg0KBXRhc2tzGAIgAygJEhAKCGNhcGFjaXR5GAMgASgNEigKC2hlbGRfbGVhc2VzGAQgAygLMhMua2Fpcm9zLnYxLkxlYXNlUmVmEg8KB3ZlcnNpb24YBSABKAkSNQoPcGF5bG9hZF9zY2hlbWFzGAYgAygLMhwua2Fpcm9zLnYxLlRhc2tQYXlsb2FkU2NoZW1hEhQKDHByZV9kaXNwYXRjaBgHIAEoCCI2ChFUYXNrUGF5bG9hZFNjaGVtYRIMCgR0YXNrGAEgASgJEhMKC2pzb25fc2NoZW1hGAIgASgJIj0KCUhlYXJ0YmVhdBILCgNzZXEYASABKAQSIwoGbGVhc2VzGAIgAygLMhMua2Fpcm9zLnYxLkxlYXNlUmVmIjUKCE91dGNvbWVzEikKCG91dGNvbWVzGAEgAygLMhcua2Fpcm9zLnYxLkxlYXNlT3V0Y29tZSK3AQoMTGVhc2VPdXRjb21lEg4KBmpvYl9pZBgBIAEoCRIYChBsZWFzZV9nZW5lcmF0aW9uGAIgASgEEigKBnJlc3VsdBgDIAEoDjIYLmthaXJvcy52MS5IYW5kbGVyUmVzdWx0Eg0KBWVycm9yGAQgASgJEi8KC2ZpbmlzaGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgt0cmFjZXBhcmVudBgGIAEoCSIuCgdSZWxlYXNlEiMKBmxlYXNlcxgBIAMoCzITLmthaXJvcy52MS5MZWFzZVJlZiIKCghEcmFpbmluZyLBAgoSQ29vcmRpbmF0b3JNZXNzYWdlEiUKB3dlbGNvbWUYASABKAsyEi5rYWlyb3MudjEuV2VsY29tZUgAEi0KC2Fzc2lnbm1lbnRzGAIgASgLMhYua2Fpcm9zLnYxLkFzc2lnbm1lbnRzSAASLAoLcmVuZXdfcmVwbHkYAyABKAsyFS5rYWlyb3MudjEuUmVuZXdSZXBseUgAEi4KDG91dGNvbWVfYWNrcxgEIAEoCzIWLmthaXJvcy52MS5PdXRjb21lQWNrc0gAEiMKBnJldm9rZRgFIAEoCzIRLmthaXJvcy52MS5SZXZva2VIABIhCgVkcmFpbhgGIAEoCzIQLmthaXJvcy52MS5EcmFpbkgAEicKCHdpdGhkcmF3GAcgASgLMhMua2Fpcm9zLnYxLldpdGhkcmF3SABCBgoEa2luZCKAAQoHV2VsY29tZRIWCg5jb29yZGluYXRvcl9pZBgBIAEoCRIQCghsZWFzZV9tcxgCIAEoDRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYAyABKA0SEgoKZGJfdGltZV9tcxgEIAEoARIYChBkYl90aW1lX2Vycm9yX21zGAUgASgBIjkKC0Fzc2lnbm1lbnRzEioKC2Fzc2lnbm1lbnRzGAEgAygLMhUua2Fpcm9zLnYxLkFzc2lnbm1lbnQiwQIKCkFzc2lnbm1lbnQSDgoGam9iX2lkGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIMCgR0YXNrGAMgASgJEg8KB2F0dGVtcHQYBSABKA0SFAoMbWF4X2F0dGVtcHRzGAYgASgNEhgKEGxlYXNlX2dlbmVyYXRpb24YByABKAQSGgoSbGVhc2VfcmVtYWluaW5nX21zGAggASgNEhIKCnRpbWVvdXRfbXMYCSABKA0SMQoNc2NoZWR1bGVkX2ZvchgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKYW5jaG9yX3NlcRgLIAEoBBIUCgxwYXlsb2FkX2pzb24YDCABKAkSEwoLdHJhY2VwYXJlbnQYDSABKAkSEwoLc3RhcnRfYXRfbXMYDiABKAFKBAgEEAVSB3BheWxvYWQicQoKUmVuZXdSZXBseRILCgNzZXEYASABKAQSKAoIc3RhdHVzZXMYAiADKAsyFi5rYWlyb3MudjEuTGVhc2VTdGF0dXMSEgoKZGJfdGltZV9tcxgDIAEoARIYChBkYl90aW1lX2Vycm9yX21zGAQgASgBIpcBCgtMZWFzZVN0YXR1cxIOCgZqb2JfaWQYASABKAkSGAoQbGVhc2VfZ2VuZXJhdGlvbhgCIAEoBBIWCgxyZW1haW5pbmdfbXMYAyABKA1IABIkCgRsb3N0GAQgASgLMhQua2Fpcm9zLnYxLkxlYXNlTG9zdEgAEhcKD2Fib3J0X3JlcXVlc3RlZBgFIAEoCEIHCgVzdGF0ZSI3CglMZWFzZUxvc3QSKgoGcmVhc29uGAEgASgOMhoua2Fpcm9zLnYxLkxlYXNlTG9zdFJlYXNvbiIyCgtPdXRjb21lQWNrcxIjCgRhY2tzGAEgAygLMhUua2Fpcm9zLnYxLk91dGNvbWVBY2siYwoKT3V0Y29tZUFjaxIOCgZqb2JfaWQYASABKAkSGAoQbGVhc2VfZ2VuZXJhdGlvbhgCIAEoBBIrCgZyZXN1bHQYAyABKA4yGy5rYWlyb3MudjEuT3V0Y29tZUFja1Jlc3VsdCJZCgZSZXZva2USIwoGbGVhc2VzGAEgAygLMhMua2Fpcm9zLnYxLkxlYXNlUmVmEioKBnJlYXNvbhgCIAEoDjIaLmthaXJvcy52MS5MZWFzZUxvc3RSZWFzb24iLwoIV2l0aGRyYXcSIwoGbGVhc2VzGAEgAygLMhMua2Fpcm9zLnYxLkxlYXNlUmVmIjYKD1dpdGhkcmF3UmVmdXNlZBIjCgZsZWFzZXMYASADKAsyEy5rYWlyb3MudjEuTGVhc2VSZWYiGQoFRHJhaW4SEAoIZ3JhY2VfbXMYASABKA0qpAEKDUhhbmRsZXJSZXN1bHQSHgoaSEFORExFUl9SRVNVTFRfVU5TUEVDSUZJRUQQABIcChhIQU5ETEVSX1JFU1VMVF9TVUNDRUVERUQQARIZChVIQU5ETEVSX1JFU1VMVF9GQUlMRUQQAhIcChhIQU5ETEVSX1JFU1VMVF9USU1FRF9PVVQQAxIcChhIQU5ETEVSX1JFU1VMVF9DQU5DRUxMRUQQBCq9AQoPTGVhc2VMb3N0UmVhc29uEiEKHUxFQVNFX0xPU1RfUkVBU09OX1VOU1BFQ0lGSUVEEAASJgoiTEVBU0VfTE9TVF9SRUFTT05fU1RBTEVfR0VORVJBVElPThABEh0KGUxFQVNFX0xPU1RfUkVBU09OX0VYUElSRUQQAhIfChtMRUFTRV9MT1NUX1JFQVNPTl9DQU5DRUxMRUQQAxIfChtMRUFTRV9MT1NUX1JFQVNPTl9OT1RfRk9VTkQQBCp1ChBPdXRjb21lQWNrUmVzdWx0EiIKHk9VVENPTUVfQUNLX1JFU1VMVF9VTlNQRUNJRklFRBAAEh8KG09VVENPTUVfQUNLX1JFU1VMVF9SRUNPUkRFRBABEhwKGE9VVENPTUVfQUNLX1JFU1VMVF9TVEFMRRACMlUKDEFnZW50U2VydmljZRJFCgdDb25uZWN0Ehcua2Fpcm9zLnYxLkFnZW50TWVzc2FnZRodLmthaXJvcy52MS5Db29yZGluYXRvck1lc3NhZ2UoATABQmwKDWRldi5rYWlyb3MudjFCCkFnZW50UHJvdG9QAVooa2Fpcm9zLmRldi9jbGllbnQvZ2VuL2thaXJvcy92MTtrYWlyb3N2MaoCCUthaXJvcy5WMcoCCUthaXJvc1xWMeoCCkthaXJvczo6VjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * Identifies one lease: a job and the generation it was claimed at.
@@ -141,6 +143,14 @@ export type AgentMessage = Message<"kairos.v1.AgentMessage"> & {
      */
     value: Draining;
     case: "draining";
+  } | {
+    /**
+     * Pre-dispatched leases the agent will not give up: already started.
+     *
+     * @generated from field: kairos.v1.WithdrawRefused withdraw_refused = 6;
+     */
+    value: WithdrawRefused;
+    case: "withdrawRefused";
   } | { case: undefined; value?: undefined };
 };
 
@@ -212,6 +222,17 @@ export type Hello = Message<"kairos.v1.Hello"> & {
    * @generated from field: repeated kairos.v1.TaskPayloadSchema payload_schemas = 6;
    */
   payloadSchemas: TaskPayloadSchema[];
+
+  /**
+   * The agent takes pre-dispatched assignments: it starts each at its
+   * Assignment.start_at_ms (correcting for its clock's offset from the
+   * database's, measured on Welcome and RenewReply.db_time_ms) and answers
+   * Withdraw. A coordinator pre-dispatches only to agents that set it; others
+   * get jobs once they are due, as before.
+   *
+   * @generated from field: bool pre_dispatch = 7;
+   */
+  preDispatch: boolean;
 };
 
 /**
@@ -473,6 +494,14 @@ export type CoordinatorMessage = Message<"kairos.v1.CoordinatorMessage"> & {
      */
     value: Drain;
     case: "drain";
+  } | {
+    /**
+     * Give back pre-dispatched leases that have not started.
+     *
+     * @generated from field: kairos.v1.Withdraw withdraw = 7;
+     */
+    value: Withdraw;
+    case: "withdraw";
   } | { case: undefined; value?: undefined };
 };
 
@@ -512,6 +541,24 @@ export type Welcome = Message<"kairos.v1.Welcome"> & {
    * @generated from field: uint32 heartbeat_interval_ms = 3;
    */
   heartbeatIntervalMs: number;
+
+  /**
+   * The database clock (epoch milliseconds, fractional) as the coordinator
+   * estimated it when it sent this message; 0 when unknown. With the send
+   * time of Hello and the arrival of Welcome it bounds the offset between
+   * the agent's clock and the database's (see RenewReply.db_time_ms).
+   *
+   * @generated from field: double db_time_ms = 4;
+   */
+  dbTimeMs: number;
+
+  /**
+   * How far db_time_ms may be from the database's clock, in milliseconds
+   * (half the round trip of the coordinator's best clock reading).
+   *
+   * @generated from field: double db_time_error_ms = 5;
+   */
+  dbTimeErrorMs: number;
 };
 
 /**
@@ -646,6 +693,17 @@ export type Assignment = Message<"kairos.v1.Assignment"> & {
    * @generated from field: string traceparent = 13;
    */
   traceparent: string;
+
+  /**
+   * Pre-dispatch: the instant to start the handler, database clock, epoch
+   * milliseconds; 0 (or past) means at once. Only sent to agents that set
+   * Hello.pre_dispatch. The lease covers the wait and is renewed like any
+   * other; until the handler starts, the coordinator may ask for the lease
+   * back with Withdraw.
+   *
+   * @generated from field: double start_at_ms = 14;
+   */
+  startAtMs: number;
 };
 
 /**
@@ -677,6 +735,24 @@ export type RenewReply = Message<"kairos.v1.RenewReply"> & {
    * @generated from field: repeated kairos.v1.LeaseStatus statuses = 2;
    */
   statuses: LeaseStatus[];
+
+  /**
+   * The database clock as the coordinator estimated it when it sent this
+   * reply (epoch milliseconds, fractional; 0 when unknown). The reply was
+   * sent after the heartbeat left and before the reply arrived, so
+   * db_time_ms - (send + arrival) / 2 estimates the offset of the agent's
+   * clock within half the round trip, plus db_time_error_ms.
+   *
+   * @generated from field: double db_time_ms = 3;
+   */
+  dbTimeMs: number;
+
+  /**
+   * The coordinator's own uncertainty about db_time_ms, in milliseconds.
+   *
+   * @generated from field: double db_time_error_ms = 4;
+   */
+  dbTimeErrorMs: number;
 };
 
 /**
@@ -876,6 +952,55 @@ export const RevokeSchema: GenMessage<Revoke> = /*@__PURE__*/
   messageDesc(file_kairos_v1_agent, 18);
 
 /**
+ * Sent by the coordinator to take back pre-dispatched leases whose handler
+ * has not started (a user cancelled, paused or edited the job). For each
+ * lease: if its handler has not started, the agent must never start it and
+ * gives it back with Release (the coordinator then holds the job for the
+ * user's change); if it has started (or finished), the agent answers
+ * WithdrawRefused. A lease the agent does not hold is answered
+ * WithdrawRefused too.
+ *
+ * @generated from message kairos.v1.Withdraw
+ */
+export type Withdraw = Message<"kairos.v1.Withdraw"> & {
+  /**
+   * The leases asked for.
+   *
+   * @generated from field: repeated kairos.v1.LeaseRef leases = 1;
+   */
+  leases: LeaseRef[];
+};
+
+/**
+ * Describes the message kairos.v1.Withdraw.
+ * Use `create(WithdrawSchema)` to create a new message.
+ */
+export const WithdrawSchema: GenMessage<Withdraw> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_agent, 19);
+
+/**
+ * Sent by the agent in answer to Withdraw for leases it keeps: their handler
+ * has started (or the lease is not the agent's).
+ *
+ * @generated from message kairos.v1.WithdrawRefused
+ */
+export type WithdrawRefused = Message<"kairos.v1.WithdrawRefused"> & {
+  /**
+   * The leases kept.
+   *
+   * @generated from field: repeated kairos.v1.LeaseRef leases = 1;
+   */
+  leases: LeaseRef[];
+};
+
+/**
+ * Describes the message kairos.v1.WithdrawRefused.
+ * Use `create(WithdrawRefusedSchema)` to create a new message.
+ */
+export const WithdrawRefusedSchema: GenMessage<WithdrawRefused> = /*@__PURE__*/
+  messageDesc(file_kairos_v1_agent, 20);
+
+/**
  * Sent by the coordinator when it is shutting down (or otherwise wants this
  * stream gone). It sends no more Assignments on this stream but keeps
  * answering Heartbeats and Outcomes until it closes the stream after
@@ -902,7 +1027,7 @@ export type Drain = Message<"kairos.v1.Drain"> & {
  * Use `create(DrainSchema)` to create a new message.
  */
 export const DrainSchema: GenMessage<Drain> = /*@__PURE__*/
-  messageDesc(file_kairos_v1_agent, 19);
+  messageDesc(file_kairos_v1_agent, 21);
 
 /**
  * How a handler ended on the agent. (An agent that lost its lease aborts the
