@@ -4,23 +4,28 @@
  * instant (Assignment.start_at_ms).
  *
  * Every Welcome and RenewReply carries the coordinator's estimate of the
- * database clock at the moment it sent the message (db_time_ms), and how far
- * off that estimate may be (db_time_error_ms). The message was sent after the
- * agent's Hello or Heartbeat left (`sentAt`) and before it arrived
- * (`receivedAt`), so the offset lies within half the round trip of the
- * midpoint, plus the coordinator's error. The sample with the smallest bound
- * among the last `keep` wins: one delayed reply is outvoted, not averaged in.
+ * database clock at the moment it sent the message (db_time_ms), which is
+ * never ahead of the database (db-clock.ts reads it as a lower bound), how
+ * much it may lag (db_time_error_ms), and how long the coordinator held the
+ * agent's message before stamping it (held_ms). The stamp was made before the
+ * reply arrived, so `db_time_ms - arrival` is a LOWER bound of the offset:
+ * converted with it, a start instant is never early, only late by the reply's
+ * flight time and the coordinator's error. The midpoint of send and arrival
+ * would be unbiased only on a symmetric path; under load it is not (the
+ * coordinator's event loop delays the heartbeat, not the reply), and in the
+ * bench's idle workload it started jobs 3 to 9 ms early. The tightest (the
+ * largest) lower bound among the last `keep` readings wins.
  *
- * Accuracy: on a LAN the round trip of a heartbeat is well under a
- * millisecond plus the coordinator's renewal statement (which the reply waits
- * for), so the bound is a few milliseconds at worst; `errorMs` says what it is
- * now (the session logs it with every pre-dispatched start it times). Drift between two clocks is tens of parts per million: under a
- * millisecond over the window kept.
+ * `errorMs` bounds how late: the network part of the best reading's round
+ * trip (arrival - send - held) plus the coordinator's error; on one machine
+ * or a LAN, about a millisecond. Drift between two clocks is tens of parts
+ * per million: under a millisecond over the window kept. The session logs
+ * it with every pre-dispatched start it times.
  *
  * No I/O and no clock of its own: callers pass monotonic readings.
  */
 interface Sample {
-  /** Database epoch ms minus monotonic ms. */
+  /** A lower bound of database epoch ms minus monotonic ms. */
   readonly offsetMs: number;
   readonly errorMs: number;
 }
@@ -31,21 +36,26 @@ export class DbOffset {
 
   constructor(private readonly keep = 8) {}
 
-  /** One reading: `dbTimeMs` was stamped between `sentAt` and `receivedAt` (monotonic ms). Ignored when unknown (0). */
-  record(dbTimeMs: number, dbErrorMs: number, sentAt: number, receivedAt: number): void {
+  /**
+   * One reading: `dbTimeMs` was stamped `heldMs` after the message sent at
+   * `sentAt` reached the coordinator, and the reply arrived at `receivedAt`
+   * (monotonic ms). Ignored when unknown (0).
+   */
+  record(dbTimeMs: number, dbErrorMs: number, sentAt: number, receivedAt: number, heldMs = 0): void {
     if (!(dbTimeMs > 0) || !Number.isFinite(dbTimeMs) || receivedAt < sentAt) return;
-    const error = (receivedAt - sentAt) / 2 + (Number.isFinite(dbErrorMs) && dbErrorMs > 0 ? dbErrorMs : 0);
-    this.samples.push({ offsetMs: dbTimeMs - (sentAt + receivedAt) / 2, errorMs: error });
+    const held = Number.isFinite(heldMs) && heldMs > 0 ? Math.min(heldMs, receivedAt - sentAt) : 0;
+    const error = receivedAt - sentAt - held + (Number.isFinite(dbErrorMs) && dbErrorMs > 0 ? dbErrorMs : 0);
+    this.samples.push({ offsetMs: dbTimeMs - receivedAt, errorMs: error });
     if (this.samples.length > this.keep) this.samples.shift();
-    this.best = this.samples.reduce((a, b) => (b.errorMs < a.errorMs ? b : a));
+    this.best = this.samples.reduce((a, b) => (b.offsetMs > a.offsetMs ? b : a));
   }
 
-  /** The monotonic time at which the database clock reads `dbMs`; undefined before the first reading. */
+  /** The monotonic time at which the database clock reads `dbMs`, never before it; undefined before the first reading. */
   toLocal(dbMs: number): number | undefined {
     return this.best === undefined ? undefined : dbMs - this.best.offsetMs;
   }
 
-  /** How far `toLocal` may be off, in ms (Infinity before the first reading). */
+  /** How late `toLocal` may be, in ms (Infinity before the first reading). */
   get errorMs(): number {
     return this.best?.errorMs ?? Number.POSITIVE_INFINITY;
   }

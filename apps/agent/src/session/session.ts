@@ -445,7 +445,7 @@ export class AgentSession {
     const kind = message.kind;
     if (kind.case === 'welcome') {
       if (this.isDialling(link)) {
-        this.dbOffset.record(kind.value.dbTimeMs, kind.value.dbTimeErrorMs, link.helloSentAt, this.now());
+        this.dbOffset.record(kind.value.dbTimeMs, kind.value.dbTimeErrorMs, link.helloSentAt, this.now(), kind.value.heldMs);
         this.onWelcome(link, welcomeInfo(kind.value));
       }
       else this.log('warn', { stream: link.serial }, 'unexpected Welcome ignored');
@@ -618,7 +618,7 @@ export class AgentSession {
 
   private onRenewReply(link: StreamLink, reply: RenewReply): void {
     const sentAt = link.sendTimeOf(reply.seq);
-    if (sentAt !== undefined) this.dbOffset.record(reply.dbTimeMs, reply.dbTimeErrorMs, sentAt, this.now());
+    if (sentAt !== undefined) this.dbOffset.record(reply.dbTimeMs, reply.dbTimeErrorMs, sentAt, this.now(), reply.heldMs);
     if (sentAt === undefined) {
       this.log('warn', { stream: link.serial, seq: String(reply.seq) }, 'renew reply for an unknown heartbeat: only losses applied');
     }

@@ -78,10 +78,15 @@ export function connectHandler(deps: AgentStreamDeps) {
   const { dispatcher, options } = deps;
   const heartbeatIntervalMs = options.heartbeatIntervalMs;
   const tracing = deps.tracing ?? NO_TRACING;
-  /** Welcome's and RenewReply's db_time_ms and db_time_error_ms (0: unknown). */
-  const dbTime = () => {
+  /**
+   * Welcome's and RenewReply's db_time_ms, db_time_error_ms and held_ms (unset: unknown). `receivedAt`:
+   * when the message answered arrived (monotonic), so the agent can take our processing out of its round trip.
+   */
+  const dbTime = (receivedAt: number) => {
     const error = deps.dbClock?.errorMs() ?? Number.POSITIVE_INFINITY;
-    return Number.isFinite(error) ? { dbTimeMs: deps.dbClock!.nowMs(), dbTimeErrorMs: error } : {};
+    if (!Number.isFinite(error)) return {};
+    const dbTimeMs = deps.dbClock!.nowMs();
+    return { dbTimeMs, dbTimeErrorMs: error, heldMs: Math.max(0, performance.now() - receivedAt) };
   };
 
   return (call: Call) => {
@@ -133,7 +138,7 @@ export function connectHandler(deps: AgentStreamDeps) {
       return true;
     };
 
-    async function onHello(hello: Hello): Promise<void> {
+    async function onHello(hello: Hello, helloAt: number): Promise<void> {
       if (deps.isShuttingDown()) {
         // A new stream to a coordinator that is draining would only be told to
         // move on again. Refusing it makes the agent back off and dial a new
@@ -173,7 +178,7 @@ export function connectHandler(deps: AgentStreamDeps) {
       session.send({
         kind: {
           case: 'welcome',
-          value: { coordinatorId: options.coordinatorId, leaseMs: options.leaseMs, heartbeatIntervalMs, ...dbTime() },
+          value: { coordinatorId: options.coordinatorId, leaseMs: options.leaseMs, heartbeatIntervalMs, ...dbTime(helloAt) },
         },
       });
       const held = wellFormed(hello.heldLeases.map(leaseFromWire));
@@ -185,7 +190,7 @@ export function connectHandler(deps: AgentStreamDeps) {
       if (held.length > 0) {
         try {
           const results = await dispatcher.renew(session, held, { complete: false, intervalMs: heartbeatIntervalMs });
-          session.send({ kind: { case: 'renewReply', value: { seq: 0n, statuses: results.map(renewStatus), ...dbTime() } } });
+          session.send({ kind: { case: 'renewReply', value: { seq: 0n, statuses: results.map(renewStatus), ...dbTime(performance.now()) } } });
         } catch (error: unknown) {
           report('renewal of announced leases')(error);
         }
@@ -204,14 +209,15 @@ export function connectHandler(deps: AgentStreamDeps) {
       if (!isClosed(session)) dispatcher.addSession(session);
     }
 
-    function handle(message: AgentMessage): Promise<void> | void {
+    /** `arrivedAt`: when the message came off the stream (monotonic), for RenewReply.held_ms. */
+    function handle(message: AgentMessage, arrivedAt: number): Promise<void> | void {
       const kind = message.kind;
       if (session.state.kind === 'closed') return;
       const undecodable = undecodableReason(message);
       if (undecodable !== undefined) return fail(status.INVALID_ARGUMENT, `a message could not be decoded: ${undecodable}`);
       if (session.state.kind === 'awaiting-hello') {
         if (kind.case !== 'hello') return fail(status.INVALID_ARGUMENT, 'the first message must be Hello');
-        return onHello(kind.value);
+        return onHello(kind.value, arrivedAt);
       }
       const agent = session.state.agent;
       switch (kind.case) {
@@ -221,13 +227,14 @@ export function connectHandler(deps: AgentStreamDeps) {
           if (tooMany('heartbeat.leases', kind.value.leases.length, agent)) return;
           recheckToken();
           const seq = kind.value.seq;
+          const receivedAt = arrivedAt;
           if (seq > session.lastHeartbeatSeq) session.lastHeartbeatSeq = seq;
           const leases = kind.value.leases.map(leaseFromWire);
           const refused = leases.flatMap((lease) => (lease.kind === 'malformed' ? [malformedRenewStatus(lease)] : []));
           dispatcher
             .renew(session, wellFormed(leases), { complete: true, intervalMs: heartbeatIntervalMs })
             .then((results) =>
-              session.send({ kind: { case: 'renewReply', value: { seq, statuses: [...results.map(renewStatus), ...refused], ...dbTime() } } }),
+              session.send({ kind: { case: 'renewReply', value: { seq, statuses: [...results.map(renewStatus), ...refused], ...dbTime(receivedAt) } } }),
             )
             .catch(report('heartbeat renewal'));
           return;
@@ -279,8 +286,9 @@ export function connectHandler(deps: AgentStreamDeps) {
     }
 
     call.on('data', (message: AgentMessage) => {
-      session.lastSeenMs = performance.now();
-      queue = queue.then(() => handle(message)).catch(report('handling an agent message'));
+      const arrivedAt = performance.now();
+      session.lastSeenMs = arrivedAt;
+      queue = queue.then(() => handle(message, arrivedAt)).catch(report('handling an agent message'));
     });
     call.on('end', () => {
       close();

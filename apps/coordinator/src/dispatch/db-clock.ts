@@ -5,20 +5,21 @@
  * and every RenewReply (agent.proto). This module supplies that value.
  *
  * A reading is one `clock_timestamp()` query: the database's clock was read
- * somewhere between sending the query and receiving the answer, so the
- * offset estimated from the midpoint is off by at most half the round trip.
- * Readings are taken every `intervalMs`; the one with the shortest round trip
- * among the last `keep` wins (a reading delayed by a busy pool or a slow
- * network is simply outvoted), NTP's clock filter in miniature. Clock drift
- * between readings (tens of parts per million) is far below a millisecond
- * over the window.
+ * somewhere between sending the query and receiving the answer, so `db -
+ * arrival` is a lower bound of the offset: the estimate is never ahead of the
+ * database (agents must never start a pre-dispatched job early), and behind
+ * it by at most the reading's round trip. Readings are taken every
+ * `intervalMs`; the tightest (largest) lower bound among the last `keep` wins,
+ * so a reading delayed by a busy pool or event loop is simply outvoted. Clock
+ * drift between readings (tens of parts per million) is far below a
+ * millisecond over the window.
  */
 import { performance } from 'node:perf_hooks';
 
 export interface DbClock {
   /** The database clock now (epoch ms), or 0 before the first reading. */
   nowMs(): number;
-  /** Half the round trip of the reading in use (ms); Infinity before the first. */
+  /** How far behind the database `nowMs` may be: the round trip of the reading in use (ms); Infinity before the first. */
   errorMs(): number;
   /** Takes a reading now (also called by the timer). */
   sample(): Promise<void>;
@@ -27,7 +28,7 @@ export interface DbClock {
 }
 
 interface Reading {
-  /** Database ms minus this process's monotonic ms. */
+  /** A lower bound of database ms minus this process's monotonic ms. */
   offsetMs: number;
   errorMs: number;
 }
@@ -43,9 +44,9 @@ export function createDbClock(read: () => Promise<number>, options: { intervalMs
     const sentAt = performance.now();
     const dbMs = await read();
     const receivedAt = performance.now();
-    readings.push({ offsetMs: dbMs - (sentAt + receivedAt) / 2, errorMs: (receivedAt - sentAt) / 2 });
+    readings.push({ offsetMs: dbMs - receivedAt, errorMs: receivedAt - sentAt });
     if (readings.length > keep) readings.shift();
-    best = readings.reduce((a, b) => (b.errorMs < a.errorMs ? b : a));
+    best = readings.reduce((a, b) => (b.offsetMs > a.offsetMs ? b : a));
   }
 
   return {

@@ -131,9 +131,9 @@ describe('pre-dispatched leases, end to end', () => {
     await preDispatched(id);
     const call = await waitFor(() => receiver.callsTo('/on-time')[0], { description: 'the call' });
     await waitFor(async () => (await job(id))?.state === 'COMPLETED', { description: 'job completed' });
-    // Claimed well before the due instant, started at it: never before it by more than the clock
-    // estimate's error (same machine: well under 50 ms even on a loaded one).
-    expect(call.at).toBeGreaterThanOrEqual(runAt.getTime() - 50);
+    // Claimed well before the due instant, started at it, never before: the clock estimates err late.
+    // (5 ms: the wall clock may be slewed against the monotonic one the agent times with.)
+    expect(call.at).toBeGreaterThanOrEqual(runAt.getTime() - 5);
     const runs = await runsOf(id);
     expect(runs).toHaveLength(1);
     expect(runs[0].outcome).toBe('SUCCEEDED');
@@ -175,7 +175,7 @@ describe('pre-dispatched leases, end to end', () => {
     expect(patch.body.appliesFrom).toBe('now');
     const call = await waitFor(() => receiver.callsTo('/edited')[0], { description: 'the edited call' });
     expect(call.body).toBe('new body');
-    expect(call.at).toBeGreaterThanOrEqual(edited.runAt.getTime() - 50);
+    expect(call.at).toBeGreaterThanOrEqual(edited.runAt.getTime() - 5);
 
     // The paused job never ran; resumed, it runs (late, once).
     expect(receiver.callsTo('/paused')).toHaveLength(0);

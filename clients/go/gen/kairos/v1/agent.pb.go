@@ -1131,6 +1131,10 @@ type Welcome struct {
 	// How far db_time_ms may be from the database's clock, in milliseconds
 	// (half the round trip of the coordinator's best clock reading).
 	DbTimeErrorMs float64 `protobuf:"fixed64,5,opt,name=db_time_error_ms,json=dbTimeErrorMs,proto3" json:"db_time_error_ms,omitempty"`
+	// Milliseconds between the coordinator receiving Hello and stamping
+	// db_time_ms (authentication, the renewal of held leases): the agent
+	// takes it out of the round trip (see RenewReply.held_ms).
+	HeldMs        float64 `protobuf:"fixed64,6,opt,name=held_ms,json=heldMs,proto3" json:"held_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1196,6 +1200,13 @@ func (x *Welcome) GetDbTimeMs() float64 {
 func (x *Welcome) GetDbTimeErrorMs() float64 {
 	if x != nil {
 		return x.DbTimeErrorMs
+	}
+	return 0
+}
+
+func (x *Welcome) GetHeldMs() float64 {
+	if x != nil {
+		return x.HeldMs
 	}
 	return 0
 }
@@ -1430,13 +1441,17 @@ type RenewReply struct {
 	// The state of each lease named in that heartbeat.
 	Statuses []*LeaseStatus `protobuf:"bytes,2,rep,name=statuses,proto3" json:"statuses,omitempty"`
 	// The database clock as the coordinator estimated it when it sent this
-	// reply (epoch milliseconds, fractional; 0 when unknown). The reply was
-	// sent after the heartbeat left and before the reply arrived, so
-	// db_time_ms - (send + arrival) / 2 estimates the offset of the agent's
-	// clock within half the round trip, plus db_time_error_ms.
+	// reply (epoch milliseconds, fractional; 0 when unknown). Used as NTP
+	// does: the heartbeat took (arrival - send - held_ms) / 2 each way on
+	// the network, so the stamp was made that long before the reply arrived,
+	// which gives the offset of the agent's clock to within that half round
+	// trip, plus db_time_error_ms.
 	DbTimeMs float64 `protobuf:"fixed64,3,opt,name=db_time_ms,json=dbTimeMs,proto3" json:"db_time_ms,omitempty"`
 	// The coordinator's own uncertainty about db_time_ms, in milliseconds.
 	DbTimeErrorMs float64 `protobuf:"fixed64,4,opt,name=db_time_error_ms,json=dbTimeErrorMs,proto3" json:"db_time_error_ms,omitempty"`
+	// Milliseconds between the coordinator receiving the heartbeat and
+	// stamping db_time_ms (the renewal statement): not network time.
+	HeldMs        float64 `protobuf:"fixed64,5,opt,name=held_ms,json=heldMs,proto3" json:"held_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1495,6 +1510,13 @@ func (x *RenewReply) GetDbTimeMs() float64 {
 func (x *RenewReply) GetDbTimeErrorMs() float64 {
 	if x != nil {
 		return x.DbTimeErrorMs
+	}
+	return 0
+}
+
+func (x *RenewReply) GetHeldMs() float64 {
+	if x != nil {
+		return x.HeldMs
 	}
 	return 0
 }
@@ -2058,14 +2080,15 @@ const file_kairos_v1_agent_proto_rawDesc = "" +
 	"\x06revoke\x18\x05 \x01(\v2\x11.kairos.v1.RevokeH\x00R\x06revoke\x12(\n" +
 	"\x05drain\x18\x06 \x01(\v2\x10.kairos.v1.DrainH\x00R\x05drain\x121\n" +
 	"\bwithdraw\x18\a \x01(\v2\x13.kairos.v1.WithdrawH\x00R\bwithdrawB\x06\n" +
-	"\x04kind\"\xc6\x01\n" +
+	"\x04kind\"\xdf\x01\n" +
 	"\aWelcome\x12%\n" +
 	"\x0ecoordinator_id\x18\x01 \x01(\tR\rcoordinatorId\x12\x19\n" +
 	"\blease_ms\x18\x02 \x01(\rR\aleaseMs\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x03 \x01(\rR\x13heartbeatIntervalMs\x12\x1c\n" +
 	"\n" +
 	"db_time_ms\x18\x04 \x01(\x01R\bdbTimeMs\x12'\n" +
-	"\x10db_time_error_ms\x18\x05 \x01(\x01R\rdbTimeErrorMs\"F\n" +
+	"\x10db_time_error_ms\x18\x05 \x01(\x01R\rdbTimeErrorMs\x12\x17\n" +
+	"\aheld_ms\x18\x06 \x01(\x01R\x06heldMs\"F\n" +
 	"\vAssignments\x127\n" +
 	"\vassignments\x18\x01 \x03(\v2\x15.kairos.v1.AssignmentR\vassignments\"\xd7\x03\n" +
 	"\n" +
@@ -2085,14 +2108,15 @@ const file_kairos_v1_agent_proto_rawDesc = "" +
 	"anchor_seq\x18\v \x01(\x04R\tanchorSeq\x12!\n" +
 	"\fpayload_json\x18\f \x01(\tR\vpayloadJson\x12 \n" +
 	"\vtraceparent\x18\r \x01(\tR\vtraceparent\x12\x1e\n" +
-	"\vstart_at_ms\x18\x0e \x01(\x01R\tstartAtMsJ\x04\b\x04\x10\x05R\apayload\"\x99\x01\n" +
+	"\vstart_at_ms\x18\x0e \x01(\x01R\tstartAtMsJ\x04\b\x04\x10\x05R\apayload\"\xb2\x01\n" +
 	"\n" +
 	"RenewReply\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x122\n" +
 	"\bstatuses\x18\x02 \x03(\v2\x16.kairos.v1.LeaseStatusR\bstatuses\x12\x1c\n" +
 	"\n" +
 	"db_time_ms\x18\x03 \x01(\x01R\bdbTimeMs\x12'\n" +
-	"\x10db_time_error_ms\x18\x04 \x01(\x01R\rdbTimeErrorMs\"\xd2\x01\n" +
+	"\x10db_time_error_ms\x18\x04 \x01(\x01R\rdbTimeErrorMs\x12\x17\n" +
+	"\aheld_ms\x18\x05 \x01(\x01R\x06heldMs\"\xd2\x01\n" +
 	"\vLeaseStatus\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12)\n" +
 	"\x10lease_generation\x18\x02 \x01(\x04R\x0fleaseGeneration\x12#\n" +

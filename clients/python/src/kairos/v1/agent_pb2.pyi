@@ -154,18 +154,20 @@ class CoordinatorMessage(_message.Message):
     def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., assignments: _Optional[_Union[Assignments, _Mapping]] = ..., renew_reply: _Optional[_Union[RenewReply, _Mapping]] = ..., outcome_acks: _Optional[_Union[OutcomeAcks, _Mapping]] = ..., revoke: _Optional[_Union[Revoke, _Mapping]] = ..., drain: _Optional[_Union[Drain, _Mapping]] = ..., withdraw: _Optional[_Union[Withdraw, _Mapping]] = ...) -> None: ...
 
 class Welcome(_message.Message):
-    __slots__ = ("coordinator_id", "lease_ms", "heartbeat_interval_ms", "db_time_ms", "db_time_error_ms")
+    __slots__ = ("coordinator_id", "lease_ms", "heartbeat_interval_ms", "db_time_ms", "db_time_error_ms", "held_ms")
     COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_MS_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     DB_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     DB_TIME_ERROR_MS_FIELD_NUMBER: _ClassVar[int]
+    HELD_MS_FIELD_NUMBER: _ClassVar[int]
     coordinator_id: str
     lease_ms: int
     heartbeat_interval_ms: int
     db_time_ms: float
     db_time_error_ms: float
-    def __init__(self, coordinator_id: _Optional[str] = ..., lease_ms: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., db_time_ms: _Optional[float] = ..., db_time_error_ms: _Optional[float] = ...) -> None: ...
+    held_ms: float
+    def __init__(self, coordinator_id: _Optional[str] = ..., lease_ms: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., db_time_ms: _Optional[float] = ..., db_time_error_ms: _Optional[float] = ..., held_ms: _Optional[float] = ...) -> None: ...
 
 class Assignments(_message.Message):
     __slots__ = ("assignments",)
@@ -204,16 +206,18 @@ class Assignment(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., run_id: _Optional[str] = ..., task: _Optional[str] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., lease_generation: _Optional[int] = ..., lease_remaining_ms: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., anchor_seq: _Optional[int] = ..., payload_json: _Optional[str] = ..., traceparent: _Optional[str] = ..., start_at_ms: _Optional[float] = ...) -> None: ...
 
 class RenewReply(_message.Message):
-    __slots__ = ("seq", "statuses", "db_time_ms", "db_time_error_ms")
+    __slots__ = ("seq", "statuses", "db_time_ms", "db_time_error_ms", "held_ms")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     STATUSES_FIELD_NUMBER: _ClassVar[int]
     DB_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     DB_TIME_ERROR_MS_FIELD_NUMBER: _ClassVar[int]
+    HELD_MS_FIELD_NUMBER: _ClassVar[int]
     seq: int
     statuses: _containers.RepeatedCompositeFieldContainer[LeaseStatus]
     db_time_ms: float
     db_time_error_ms: float
-    def __init__(self, seq: _Optional[int] = ..., statuses: _Optional[_Iterable[_Union[LeaseStatus, _Mapping]]] = ..., db_time_ms: _Optional[float] = ..., db_time_error_ms: _Optional[float] = ...) -> None: ...
+    held_ms: float
+    def __init__(self, seq: _Optional[int] = ..., statuses: _Optional[_Iterable[_Union[LeaseStatus, _Mapping]]] = ..., db_time_ms: _Optional[float] = ..., db_time_error_ms: _Optional[float] = ..., held_ms: _Optional[float] = ...) -> None: ...
 
 class LeaseStatus(_message.Message):
     __slots__ = ("job_id", "lease_generation", "remaining_ms", "lost", "abort_requested")
