@@ -49,14 +49,11 @@ export function listenForChanges(
   let failures = 0;
 
   const onNotification = (message: { channel: string; payload?: string | undefined }): void => {
-    if (message.channel === ABORT_CHANNEL) {
-      const lease = parseAbortPayload(message.payload);
-      if (lease !== undefined) handlers.onAbort?.(lease);
-      return;
-    }
-    if (message.channel === WITHDRAW_CHANNEL) {
-      const lease = parseAbortPayload(message.payload);
-      if (lease !== undefined) handlers.onWithdraw?.(lease);
+    // Abort and withdraw name a lease as `<job id>:<generation>`.
+    const onLease = message.channel === ABORT_CHANNEL ? handlers.onAbort : message.channel === WITHDRAW_CHANNEL ? handlers.onWithdraw : undefined;
+    if (message.channel !== DUE_CHANNEL) {
+      const lease = parseLeasePayload(message.payload);
+      if (lease !== undefined) onLease?.(lease);
       return;
     }
     handlers.onDue();
@@ -103,7 +100,7 @@ export function listenForChanges(
   };
 }
 
-function parseAbortPayload(payload: string | undefined): { jobId: string; leaseGeneration: number } | undefined {
+function parseLeasePayload(payload: string | undefined): { jobId: string; leaseGeneration: number } | undefined {
   const match = /^([0-9a-f-]{36}):(\d+)$/i.exec(payload ?? '');
   return match ? { jobId: match[1]!, leaseGeneration: Number(match[2]) } : undefined;
 }

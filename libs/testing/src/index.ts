@@ -17,4 +17,4 @@ export {
 export { restClient, type RestResponse } from './rest-client';
 export { makeTestPki, type TestPki } from './certificates';
 export { metricValue } from './metrics';
-export { startHeldCalls, type HeldCalls } from './held-calls';
+export { startHeldCalls, type HeldCall, type HeldCalls } from './held-calls';

@@ -243,27 +243,15 @@ async function inject(context: FaultContext, kind: FaultKind): Promise<HFault> {
     }
     case 'predispatch-kill': {
       // The agent holding the most pre-dispatched jobs, killed before it starts them: they must run
-      // elsewhere once its leases expire, each once.
-      let agent: AgentSlot | undefined;
-      let held = 0;
-      for (let tries = 0; tries < 20 && agent === undefined; tries++) {
-        const counts = new Map<string, number>();
-        for (const job of await preDispatched(context)) counts.set(job.owner, (counts.get(job.owner) ?? 0) + 1);
-        const running = cluster.agents.filter((slot) => cluster.isRunning(slot.proc) && (counts.get(slot.agentId) ?? 0) > 0);
-        if (running.length > 0) {
-          agent = running.reduce((best, slot) => ((counts.get(slot.agentId) ?? 0) > (counts.get(best.agentId) ?? 0) ? slot : best));
-          held = counts.get(agent.agentId) ?? 0;
-        } else {
-          await sleep(100);
-        }
-      }
-      agent ??= await busiestAgent(context);
+      // elsewhere once its leases expire, each once. Polls (bounded) until some agent holds one.
+      for (let tries = 0; tries < 20 && (await preDispatched(context)).length === 0; tries++) await sleep(100);
+      const { agent, leases } = await busiestAgentWithCount(context, 'pre-dispatched');
       const injectedAt = Date.now();
       await cluster.stopAgent(agent, 'SIGKILL');
-      context.log('agent holding pre-dispatched jobs killed', { agent: agent.agentId, preDispatched: held });
+      context.log('agent holding pre-dispatched jobs killed', { agent: agent.agentId, preDispatched: leases });
       await sleep(rng.between(1_000, 3_000));
       await cluster.startAgent(agent);
-      return { kind, target: agent.agentId, detail: `kill -9 holding ${held} pre-dispatched jobs, restarted`, injectedAt, backAt: injectedAt, healedAt: Date.now() };
+      return { kind, target: agent.agentId, detail: `kill -9 holding ${leases} pre-dispatched jobs, restarted`, injectedAt, backAt: injectedAt, healedAt: Date.now() };
     }
     case 'predispatch-cancel': {
       // Cancels of jobs that agents hold but have not started: 204 must mean they never run.
@@ -300,30 +288,36 @@ async function inject(context: FaultContext, kind: FaultKind): Promise<HFault> {
   }
 }
 
-/**
- * Jobs pre-dispatched right now: CLAIMED while their due instant is still
- * ahead (their agent holds them and will start them then), by holder.
- */
+/** A CLAIMED job whose due instant is still ahead: pre-dispatched, held by its agent, not started. */
+const PRE_DISPATCHED = "AND next_run_at > now() + interval '100 milliseconds'";
+
+/** Jobs pre-dispatched right now, by holder. */
 async function preDispatched(context: FaultContext): Promise<Array<{ id: string; owner: string }>> {
   const { rows } = await context.pool.query<{ id: string; owner: string }>(
-    "SELECT id, lease_owner AS owner FROM jobs WHERE state = 'CLAIMED' AND next_run_at > now() + interval '100 milliseconds'",
+    `SELECT id, lease_owner AS owner FROM jobs WHERE state = 'CLAIMED' ${PRE_DISPATCHED}`,
   );
   return rows;
 }
 
 /** The running agent holding the most leases (by the store), ties broken by the seed. */
 async function busiestAgent(context: FaultContext): Promise<AgentSlot> {
+  return (await busiestAgentWithCount(context, 'all')).agent;
+}
+
+/** The running agent holding the most leases (`pre-dispatched`: of jobs not due yet), and how many. */
+async function busiestAgentWithCount(context: FaultContext, which: 'all' | 'pre-dispatched'): Promise<{ agent: AgentSlot; leases: number }> {
   const candidates = context.cluster.agents.filter((agent) => context.cluster.isRunning(agent.proc));
   if (candidates.length === 0) throw new Error('no running agent');
   const counts = new Map<string, number>();
   try {
     const { rows } = await context.pool.query<{ owner: string; n: string }>(
-      "SELECT lease_owner AS owner, count(*) AS n FROM jobs WHERE state = 'CLAIMED' GROUP BY lease_owner",
+      `SELECT lease_owner AS owner, count(*) AS n FROM jobs WHERE state = 'CLAIMED' ${which === 'pre-dispatched' ? PRE_DISPATCHED : ''} GROUP BY lease_owner`,
     );
     for (const row of rows) counts.set(row.owner, Number(row.n));
   } catch (error: unknown) {
     context.log('could not count leases; picking an agent at random', { error: String(error) });
   }
   const shuffled = context.rng.shuffle(candidates);
-  return shuffled.reduce((best, agent) => ((counts.get(agent.agentId) ?? 0) > (counts.get(best.agentId) ?? 0) ? agent : best), shuffled[0]!);
+  const agent = shuffled.reduce((best, slot) => ((counts.get(slot.agentId) ?? 0) > (counts.get(best.agentId) ?? 0) ? slot : best), shuffled[0]!);
+  return { agent, leases: counts.get(agent.agentId) ?? 0 };
 }

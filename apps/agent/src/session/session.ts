@@ -569,7 +569,11 @@ export class AgentSession {
     this.scheduleStart();
   }
 
-  /** Arms one timer for the earliest start among waiting (pre-dispatched) leases. */
+  /**
+   * Arms one timer for the earliest start among waiting (pre-dispatched) leases: called where leases
+   * start waiting. One that stops waiting otherwise (withdrawn, aborted, lost, drained) needs no call:
+   * the timer then finds nothing due and re-arms for the next.
+   */
   private scheduleStart(): void {
     if (this.startTimer !== undefined) clearTimeout(this.startTimer);
     this.startTimer = undefined;
@@ -605,7 +609,6 @@ export class AgentSession {
     this.giveBack(link, released, 'lease');
     if (refused.length > 0) link.write({ kind: { case: 'withdrawRefused', value: { leases: refused } } });
     this.afterLeaseChange();
-    this.scheduleStart();
   }
 
   /** Why an assignment cannot be taken, or undefined if it can. */
@@ -698,7 +701,6 @@ export class AgentSession {
         traceparent: lease.phase.offer.traceparent ?? null,
       });
       this.scheduleOutcomeFlush();
-      this.scheduleStart();
       return;
     }
     this.host.post({ type: 'abort', lease: key, source });

@@ -4,7 +4,7 @@
  * Expected refusals leave here as ApiError with the kind that errors.ts maps.
  */
 import { parseCron, previewOccurrences, type CronSchedule, type PreviewedOccurrence } from '@kairos/schedule';
-import { effectiveRetry, type JobRecord, type NewJob, type RetryPolicy, type RunRecord, type Store, type WithdrawOutcome } from '@kairos/store';
+import { effectiveRetry, type JobRecord, type NewJob, type RetryPolicy, type RunRecord, type Store, type WithdrawOutcome, type ControlResult } from '@kairos/store';
 import { SpanKind, type Tracing } from '@kairos/tracing';
 import { ApiError, toApiError } from './errors';
 import type { PayloadSchemas } from './payload-schemas';
@@ -115,14 +115,40 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
     return outcome;
   }
 
-  /** Runs `change` with the job's hold (from a withdrawal) released if the change throws. */
-  async function holding<T>(namespace: string, id: string, held: boolean, change: () => Promise<T>): Promise<T> {
+  /** Applies `change`; when a withdrawal left the job held for us (`held`), the hold ends if the change throws or does not apply. */
+  async function applyHeld<R>(namespace: string, id: string, held: boolean, change: () => Promise<R>, applied: (result: R) => boolean): Promise<R> {
+    let result: R;
     try {
-      return await change();
+      result = await change();
     } catch (error: unknown) {
       if (held) await store.lease.releaseHold(namespace, id).catch(() => undefined);
       throw error;
     }
+    if (held && !applied(result)) await store.lease.releaseHold(namespace, id);
+    return result;
+  }
+
+  /**
+   * `result` is a cancel's or pause's refusal; `claimed(result)` when the job
+   * was CLAIMED. A pre-dispatched job is asked back, and `change` tried again
+   * once it was given back (or moved on otherwise), at most twice.
+   * `unanswered`: the holder did not answer in time.
+   */
+  async function retryAfterWithdrawal<R>(
+    namespace: string,
+    id: string,
+    result: R,
+    claimed: (result: R) => boolean,
+    change: () => Promise<R>,
+  ): Promise<{ result: R; unanswered: boolean }> {
+    let unanswered = false;
+    for (let tries = 0; claimed(result) && tries < 2; tries++) {
+      const outcome = await withdraw(namespace, id);
+      unanswered = outcome === 'timed-out';
+      if (outcome !== 'withdrawn' && outcome !== 'moved') break;
+      result = await applyHeld(namespace, id, outcome === 'withdrawn', change, (next) => !claimed(next));
+    }
+    return { result, unanswered };
   }
 
   async function control(
@@ -132,11 +158,10 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
   ): Promise<JobView> {
     const id = parseId(jobId);
     let result = await store.lease[verb](namespace, id);
-    // A pre-dispatched job is paused as if it were still waiting, once its holder gave it back.
-    for (let tries = 0; verb === 'pause' && result.kind === 'conflict' && result.state === 'CLAIMED' && tries < 2; tries++) {
-      const outcome = await withdraw(namespace, id);
-      if (outcome !== 'withdrawn' && outcome !== 'moved') break;
-      result = await holding(namespace, id, outcome === 'withdrawn', () => store.lease.pause(namespace, id));
+    if (verb === 'pause') {
+      // A pre-dispatched job is paused as if it were still waiting, once its holder gave it back.
+      const claimed = (r: ControlResult) => r.kind === 'conflict' && r.state === 'CLAIMED';
+      ({ result } = await retryAfterWithdrawal(namespace, id, result, claimed, () => store.lease.pause(namespace, id)));
     }
     switch (result.kind) {
       case 'done':
@@ -224,15 +249,14 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
     },
     async cancel(namespace, jobId) {
       const id = parseId(jobId);
-      let result = await store.lease.cancel(namespace, id);
       // Claimed ahead of its due instant (pre-dispatched): cancelled once its holder has given it back unstarted.
-      let unanswered = false;
-      for (let tries = 0; result.kind === 'claimed' && tries < 2; tries++) {
-        const outcome = await withdraw(namespace, id);
-        unanswered = outcome === 'timed-out';
-        if (outcome !== 'withdrawn' && outcome !== 'moved') break;
-        result = await holding(namespace, id, outcome === 'withdrawn', () => store.lease.cancel(namespace, id));
-      }
+      const { result, unanswered } = await retryAfterWithdrawal(
+        namespace,
+        id,
+        await store.lease.cancel(namespace, id),
+        (r) => r.kind === 'claimed',
+        () => store.lease.cancel(namespace, id),
+      );
       switch (result.kind) {
         case 'cancelled':
         case 'already-cancelled':
@@ -271,9 +295,13 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
       // A pre-dispatched job is edited as if it were still waiting, once its holder gave it back;
       // a holder that keeps it (started) or does not answer leaves the edit for the next claim.
       const withdrawal = current.state === 'CLAIMED' ? await withdraw(namespace, id) : 'not-pre-dispatched';
-      const held = withdrawal === 'withdrawn';
-      const result = await holding(namespace, id, held, () => store.lease.edit(namespace, id, edit, expectedVersion === undefined ? {} : { expectedVersion }));
-      if (held && result.kind !== 'updated') await store.lease.releaseHold(namespace, id);
+      const result = await applyHeld(
+        namespace,
+        id,
+        withdrawal === 'withdrawn',
+        () => store.lease.edit(namespace, id, edit, expectedVersion === undefined ? {} : { expectedVersion }),
+        (r) => r.kind === 'updated',
+      );
       switch (result.kind) {
         case 'updated':
           onJobsDue();

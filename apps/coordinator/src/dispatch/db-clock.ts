@@ -14,7 +14,6 @@
  * drift between readings (tens of parts per million) is far below a
  * millisecond over the window.
  */
-import { performance } from 'node:perf_hooks';
 
 export interface DbClock {
   /** The database clock now (epoch ms), or 0 before the first reading. */
@@ -33,7 +32,11 @@ interface Reading {
   errorMs: number;
 }
 
-export function createDbClock(read: () => Promise<number>, options: { intervalMs?: number; keep?: number } = {}): DbClock {
+export function createDbClock(
+  read: () => Promise<number>,
+  options: { intervalMs?: number; keep?: number; /** Monotonic clock in ms (tests); default performance.now. */ now?: () => number } = {},
+): DbClock {
+  const now = options.now ?? (() => performance.now());
   const intervalMs = options.intervalMs ?? 5_000;
   const keep = options.keep ?? 12;
   const readings: Reading[] = [];
@@ -41,16 +44,16 @@ export function createDbClock(read: () => Promise<number>, options: { intervalMs
   let timer: NodeJS.Timeout | undefined;
 
   async function sample(): Promise<void> {
-    const sentAt = performance.now();
+    const sentAt = now();
     const dbMs = await read();
-    const receivedAt = performance.now();
+    const receivedAt = now();
     readings.push({ offsetMs: dbMs - receivedAt, errorMs: receivedAt - sentAt });
     if (readings.length > keep) readings.shift();
     best = readings.reduce((a, b) => (b.offsetMs > a.offsetMs ? b : a));
   }
 
   return {
-    nowMs: () => (best === undefined ? 0 : performance.now() + best.offsetMs),
+    nowMs: () => (best === undefined ? 0 : now() + best.offsetMs),
     errorMs: () => best?.errorMs ?? Number.POSITIVE_INFINITY,
     sample,
     start() {

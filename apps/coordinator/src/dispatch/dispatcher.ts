@@ -143,11 +143,11 @@ export function createDispatcher(deps: {
    * always come first: the claim orders by due time). 0 for agents that did
    * not announce pre-dispatch, and until the database clock has been read.
    */
-  function horizonFor(session: AgentSession): number {
+  function horizonFor(session: AgentSession, free: number): number {
     const agent = agentOf(session);
     if (!agent?.preDispatch || options.preDispatchMs <= 0) return 0;
     if (!Number.isFinite(deps.dbClock?.errorMs() ?? Number.POSITIVE_INFINITY)) return 0;
-    return Math.floor((options.preDispatchMs * slotsFor(session)) / agent.capacity);
+    return Math.floor((options.preDispatchMs * free) / agent.capacity);
   }
   /** Jobs claimed in the current round (read by scheduleNextWake). */
   let claimedThisRound = 0;
@@ -259,7 +259,7 @@ export function createDispatcher(deps: {
     const key = claimKey(agent);
     if (exhausted.has(key)) return;
     const limit = Math.min(free, options.claimBatch);
-    const horizonMs = horizonFor(session);
+    const horizonMs = horizonFor(session, free);
     // Read before claiming: the agent sent this heartbeat before the claim happened.
     const anchorSeq = session.lastHeartbeatSeq;
     const claimed = await store.lease.claimDue({
@@ -324,9 +324,10 @@ export function createDispatcher(deps: {
     const tasks = new Set<string>();
     let lookAheadMs = 0;
     for (const session of sessions) {
-      if (slotsFor(session) === 0) continue;
+      const free = slotsFor(session);
+      if (free === 0) continue;
       for (const task of agentOf(session)?.tasks ?? []) tasks.add(task);
-      lookAheadMs = Math.max(lookAheadMs, horizonFor(session));
+      lookAheadMs = Math.max(lookAheadMs, horizonFor(session, free));
     }
     // A round that claimed nothing with its look-ahead would only repeat: wait for the due instant itself.
     const claimedBefore = claimedThisRound;
@@ -351,6 +352,12 @@ export function createDispatcher(deps: {
     const view = standings.view(agentId);
     const until = view.quarantinedUntilMs === null ? null : new Date(Date.now() + (view.quarantinedUntilMs - performance.now())).toISOString();
     return { quarantinedUntil: until, probation: view.probation };
+  }
+
+  /** The sessions here that hold `lease` (at most one, unless a stream is being replaced). */
+  function holdersOf(lease: LeaseRef): AgentSession[] {
+    const key = leaseKey(lease.jobId, lease.leaseGeneration);
+    return [...sessions].filter((session) => session.held.has(key));
   }
 
   function load(session: AgentSession): number {
@@ -448,9 +455,7 @@ export function createDispatcher(deps: {
     },
     wake,
     withdraw(lease) {
-      const key = leaseKey(lease.jobId, lease.leaseGeneration);
-      for (const session of sessions) {
-        if (!session.held.has(key)) continue;
+      for (const session of holdersOf(lease)) {
         session.send({ kind: { case: 'withdraw', value: { leases: [toWireLease(lease)] } } });
         logger.debug({ jobId: lease.jobId, leaseGeneration: lease.leaseGeneration, agentId: agentOf(session)?.agentId }, 'withdraw: asked the holder for a pre-dispatched lease');
       }
@@ -461,9 +466,7 @@ export function createDispatcher(deps: {
       await store.lease.refuseWithdraw(heldBy(agent, leases));
     },
     revokeAborted(lease) {
-      const key = leaseKey(lease.jobId, lease.leaseGeneration);
-      for (const session of sessions) {
-        if (!session.held.has(key)) continue;
+      for (const session of holdersOf(lease)) {
         session.send({ kind: { case: 'revoke', value: { leases: [toWireLease(lease)], reason: LeaseLostReason.CANCELLED } } });
         metrics.abortRevokes.inc();
         logger.info({ jobId: lease.jobId, leaseGeneration: lease.leaseGeneration, agentId: agentOf(session)?.agentId }, 'abort: lease revoked');

@@ -1,8 +1,8 @@
 /**
  * Pre-dispatched leases, end to end with real processes: a coordinator hands
  * an agent process a job ahead of its due instant, the agent starts it then
- * (an `http` handler calling a receiver in this test, which notes when the
- * call arrived), and the contract around the wait holds:
+ * (an `http` handler calling a receiver in this test, libs/testing's held
+ * calls, which notes when each call arrived), and the contract around the wait holds:
  *
  * - a cancel, pause or edit of a job the agent holds but has not started
  *   applies as if it were still waiting (204 / PAUSED / the edited payload is
@@ -13,65 +13,27 @@
  * - an agent killed (SIGKILL) while holding pre-dispatched jobs loses them to
  *   lease expiry, and another agent runs each exactly once.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import {
   createTestDatabase,
   metricValue,
   restClient,
   startAgentProcess,
   startCoordinatorProcess,
+  startHeldCalls,
   stopAll,
   waitFor,
+  type HeldCalls,
   type TestDatabase,
 } from '@kairos/testing';
 
-interface Call {
-  path: string;
-  body: string;
-  at: number;
-}
-
-/** An HTTP server that records every call; `hold(path)` keeps the calls to `path` unanswered until released. */
-async function startReceiver() {
-  const calls: Call[] = [];
-  const held = new Map<string, Array<() => void>>();
-  const holding = new Set<string>();
-  const server = http.createServer((request, response) => {
-    const at = Date.now();
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const path = request.url ?? '/';
-      calls.push({ path, body: Buffer.concat(chunks).toString('utf8'), at });
-      const answer = () => response.writeHead(200).end('ok');
-      if (holding.has(path)) held.set(path, [...(held.get(path) ?? []), answer]);
-      else answer();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    url,
-    calls,
-    callsTo: (path: string) => calls.filter((call) => call.path === path),
-    hold: (path: string) => holding.add(path),
-    release(path: string) {
-      holding.delete(path);
-      for (const answer of held.get(path) ?? []) answer();
-      held.delete(path);
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
 describe('pre-dispatched leases, end to end', () => {
   let db: TestDatabase;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  // Calls to /started are held open (a run in flight) until the test releases them.
+  let receiver: HeldCalls;
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    receiver = await startReceiver();
+    receiver = await startHeldCalls({ hold: (path) => path === '/started' });
   });
   afterAll(async () => {
     await stopAll();
@@ -100,7 +62,7 @@ describe('pre-dispatched leases, end to end', () => {
   /** A one-off `http` job calling `path` on the receiver, due `inMs` from now (database clock: same machine). */
   async function createCall(api: ReturnType<typeof restClient>, path: string, inMs: number, body = 'v1') {
     const runAt = new Date(Date.now() + inMs);
-    const created = await api.createJob({ task: 'http', runAt: runAt.toISOString(), payload: { url: `${receiver.url}${path}`, body } });
+    const created = await api.createJob({ task: 'http', runAt: runAt.toISOString(), payload: { url: receiver.url(path), body } });
     expect(created.status).toBe(201);
     return { id: created.body.jobId as string, runAt };
   }
@@ -170,7 +132,7 @@ describe('pre-dispatched leases, end to end', () => {
 
     const edited = await createCall(api, '/edited', 2_500, 'old body');
     await preDispatched(edited.id);
-    const patch = await api.call<{ appliesFrom: string }>('PATCH', `/jobs/${edited.id}`, { payload: { url: `${receiver.url}/edited`, body: 'new body' } });
+    const patch = await api.call<{ appliesFrom: string }>('PATCH', `/jobs/${edited.id}`, { payload: { url: receiver.url('/edited'), body: 'new body' } });
     expect(patch.status).toBe(200);
     expect(patch.body.appliesFrom).toBe('now');
     const call = await waitFor(() => receiver.callsTo('/edited')[0], { description: 'the edited call' });
@@ -186,13 +148,12 @@ describe('pre-dispatched leases, end to end', () => {
 
   it('answers 409 at once when the run has started, and after the bounded wait when the agent cannot answer', async () => {
     const { coordinator, api, agents } = await cluster();
-    receiver.hold('/started');
     const started = await createCall(api, '/started', 1_500);
     await waitFor(() => receiver.callsTo('/started')[0], { description: 'the run started' });
     const refused = await api.cancelJob(started.id);
     expect(refused.status).toBe(409);
     expect(refused.body.error.reason).toBe('JOB_CLAIMED');
-    receiver.release('/started');
+    receiver.release();
     await waitFor(async () => (await job(started.id))?.state === 'COMPLETED', { description: 'started job completed' });
 
     // An agent that cannot answer (stopped): 409 once the 1 s wait runs out; its run then goes ahead, once.
