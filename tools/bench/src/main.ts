@@ -27,14 +27,15 @@ import { runW9, type W9Result } from './w9';
 
 const USAGE = `Usage: npm run bench -- [options]
   (default)            full mode: the issue's sizes, 3 interleaved rounds (< 30 min)
-  --quick              smaller sizes, 1 round (about 3-5 minutes)
+  --quick              full mode's W1 warm-up, spikes and million, 1 round (spikes measured 3 times), smaller
+                       W4/W6/W8, peers' tuned variant only: under 5 minutes
   --smoke              tiny sizes, peers' tuned variant only (CI; under a minute)
   --rounds N           rounds of W1/W2/W3/W5/W6/W7 (W4 always runs once)
   --slots PxS          worker processes x slots each for W1/W2/W3/W5 (default 2x256; a diagnostic:
                        results are comparable only at equal slots)
   --only w1,w5         workloads to run (w1..w8)
   --systems a,b        kairos,graphile-worker,pg-boss (default: all)
-  --variants a,b       peer variants: default,tuned (default: both; smoke: tuned)
+  --variants a,b       peer variants: default,tuned (default: both; quick and smoke: tuned)
   --retention          also run Kairos with retention deleting old runs (config kairos:retention), on
                        million-job databases seeded with --retention-runs old runs (default 10000000)
   --retention-runs N   old run rows seeded for --retention
@@ -170,7 +171,7 @@ function parseArgs(argv: string[]): Args {
         throw new Error(`unknown option ${arg}\n${USAGE}`);
     }
   }
-  if (args.mode === 'smoke' && !variantsGiven) args.variants = ['tuned'];
+  if (args.mode !== 'full' && !variantsGiven) args.variants = ['tuned'];
   return args;
 }
 

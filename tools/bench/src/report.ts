@@ -93,6 +93,8 @@ export function figuresFor(raw: RawResults, config: SystemConfig): Figures {
   const at1m = millionOfSystem.map((m) => m.claim500At1mMs).filter((v): v is number | null => v !== undefined);
   // Measured once per system, with the default variant's claim (not under retention).
   const large = config.variant === 'retention' ? undefined : raw.w6large?.[config.system];
+  /** Jobs the W1 CPU figures cover (after the warm-up; results written before it have only `completed`). */
+  const measured = (r: (typeof w1)[number]) => Math.max(1, r.measuredJobs ?? r.completed);
   return {
     throughputJobsPerSec: round(median(w1.map((r) => r.throughputJobsPerSec)), 0),
     spike2k: spikeMedian(million.map((m) => m.w2)),
@@ -114,10 +116,10 @@ export function figuresFor(raw: RawResults, config: SystemConfig): Figures {
     w1CpuUsPerJob:
       w1.length > 0
         ? {
-            coordinator: round(median(w1.map((r) => (r.cpu.coordinatorS * 1e6) / Math.max(1, r.completed))), 0),
-            workers: round(median(w1.map((r) => (r.cpu.workersS * 1e6) / Math.max(1, r.completed))), 0),
-            postgres: round(median(w1.map((r) => (r.cpu.postgresS * 1e6) / Math.max(1, r.completed))), 0),
-            total: round(median(w1.map((r) => ((r.cpu.coordinatorS + r.cpu.workersS + r.cpu.postgresS) * 1e6) / Math.max(1, r.completed))), 0),
+            coordinator: round(median(w1.map((r) => (r.cpu.coordinatorS * 1e6) / measured(r))), 0),
+            workers: round(median(w1.map((r) => (r.cpu.workersS * 1e6) / measured(r))), 0),
+            postgres: round(median(w1.map((r) => (r.cpu.postgresS * 1e6) / measured(r))), 0),
+            total: round(median(w1.map((r) => ((r.cpu.coordinatorS + r.cpu.workersS + r.cpu.postgresS) * 1e6) / measured(r))), 0),
           }
         : null,
     walFsyncsPerJob: round(median(w1.map((r) => r.walFsyncsPerJob)), 3),
@@ -306,7 +308,7 @@ function markdownTable(configs: SystemConfig[], figures: Record<string, Figures>
   }
   lines.push('');
   lines.push(
-    `Sizes: W1 ${sizes.w1Jobs} jobs; spikes ${sizes.spikeSmall} and ${sizes.spikeLarge} among ${sizes.futureJobs} future jobs; ` +
+    `Sizes: W1 ${sizes.w1Jobs} jobs (the first ${sizes.w1WarmupJobs} not measured: warm-up); spikes ${sizes.spikeSmall} and ${sizes.spikeLarge} among ${sizes.futureJobs} future jobs; ` +
       `W4 ${sizes.w4.jobs} x ${sizes.w4.sleepMs} ms on ${sizes.w4.slotsLow} and ${sizes.w4.slotsHigh} slots; ` +
       `${sizes.processes} x ${sizes.slotsPerProcess} slots for W1-W3/W5; medians of ${sizes.rounds} round(s).`,
   );

@@ -65,13 +65,20 @@ export interface W1Result {
   completed: number;
   capped: boolean;
   elapsedMs: number;
+  /** Jobs per second after the warm-up (sizes.w1WarmupJobs): from the start of the first measured job to durable completion. */
   throughputJobsPerSec: number;
+  /** The same including the warm-up (from the first job's start): the figure before warm-up was excluded. */
+  coldThroughputJobsPerSec: number;
   /** Jobs per second between first handler start and last handler end. */
   handlerJobsPerSec: number | null;
+  /** Jobs not measured (warm-up). */
+  warmupJobs: number;
+  /** Jobs the CPU figures cover: those finished after the CPU snapshot taken at the end of the warm-up. */
+  measuredJobs: number;
   commits: number;
   commitsPerJob: number;
   walFsyncsPerJob: number | null;
-  /** CPU seconds per component from the workers' start to durable completion. */
+  /** CPU seconds per component from the end of the warm-up to durable completion. */
   cpu: CpuDelta;
   /** 1-minute load average when the run ended (the machine is shared: a noise indicator). */
   loadAverage: number;
@@ -256,8 +263,12 @@ export async function runW1(ctx: BenchContext, config: SystemConfig, round: numb
     let capped = false;
     let cappedAt = 0;
     let countAtCap = 0;
+    let warm: { cpu: Awaited<ReturnType<typeof cpuSnapshot>>; count: number } | undefined;
     for (;;) {
       const n = collector.count(phase);
+      if (warm === undefined && n >= sizes.w1WarmupJobs) {
+        warm = { cpu: await cpuSnapshot(system.coordinatorPid, system.workerPids(), cluster.pid), count: n };
+      }
       if (n >= sizes.w1Jobs) break;
       if (n > 0 && firstSeen === null) firstSeen = Math.min(...collector.records(phase).startedAt.slice(0, 1_000));
       if (firstSeen !== null && Date.now() - firstSeen > sizes.w1CapMs) {
@@ -286,7 +297,7 @@ export async function runW1(ctx: BenchContext, config: SystemConfig, round: numb
     } finally {
       await pool.end();
     }
-    const cpu = cpuDelta(cpuBefore, await cpuSnapshot(system.coordinatorPid, system.workerPids(), cluster.pid));
+    const cpu = cpuDelta(warm?.cpu ?? cpuBefore, await cpuSnapshot(system.coordinatorPid, system.workerPids(), cluster.pid));
     const topStatementsW1 = await topStatements(ctx, db);
     await system.stop();
     await waitForBackendsGone(cluster, db);
@@ -299,6 +310,9 @@ export async function runW1(ctx: BenchContext, config: SystemConfig, round: numb
       lastEnd = Math.max(lastEnd, records.endedAt[i]!);
     }
     const completed = records.startedAt.length;
+    // The measured part starts when the first job after the warm-up started.
+    const warmupJobs = Math.min(sizes.w1WarmupJobs, completed - 1);
+    const tWarm = warmupJobs > 0 ? [...records.startedAt].sort((a, b) => a - b)[warmupJobs]! : t0;
     collector.forget(phase);
     const end = capped ? cappedAt : (durableAt ?? lastEnd);
     const doneJobs = capped ? countAtCap : sizes.w1Jobs;
@@ -308,8 +322,11 @@ export async function runW1(ctx: BenchContext, config: SystemConfig, round: numb
       completed,
       capped,
       elapsedMs: end - t0,
-      throughputJobsPerSec: doneJobs / ((end - t0) / 1000),
+      throughputJobsPerSec: (doneJobs - warmupJobs) / ((end - tWarm) / 1000),
+      coldThroughputJobsPerSec: doneJobs / ((end - t0) / 1000),
       handlerJobsPerSec: capped ? null : sizes.w1Jobs / ((lastEnd - t0) / 1000),
+      warmupJobs,
+      measuredJobs: Math.max(1, completed - (warm?.count ?? 0)),
       commits,
       commitsPerJob: commits / Math.max(1, completed),
       walFsyncsPerJob:
@@ -319,7 +336,7 @@ export async function runW1(ctx: BenchContext, config: SystemConfig, round: numb
       ...(topStatementsW1 ? { topStatements: topStatementsW1 } : {}),
     };
     ctx.log(
-      `  W1 ${config.id}: ${Math.round(result.throughputJobsPerSec)} jobs/s${capped ? ` (capped after ${sizes.w1CapMs / 1000} s, ${countAtCap}/${sizes.w1Jobs} done)` : ''}, ` +
+      `  W1 ${config.id}: ${Math.round(result.throughputJobsPerSec)} jobs/s after ${warmupJobs} warm-up jobs (${Math.round(result.coldThroughputJobsPerSec)} with them)${capped ? ` (capped after ${sizes.w1CapMs / 1000} s, ${countAtCap}/${sizes.w1Jobs} done)` : ''}, ` +
         `${result.commitsPerJob.toFixed(3)} commits/job; CPU s: coordinator ${cpu.coordinatorS}, workers ${cpu.workersS}, postgres ${cpu.postgresS}, bench ${cpu.benchS} in ${cpu.wallS} s`,
     );
     return result;
@@ -368,15 +385,17 @@ export async function runMillion(
         result.w2Cold = await spike(ctx, driver, pool, url, sizes.spikeSmall, system);
         ctx.log(`  W2 (first spike, cold) ${config.id}: min ${result.w2Cold.minMs} p50 ${result.w2Cold.p50Ms} p99 ${result.w2Cold.p99Ms} max ${result.w2Cold.maxMs} drain ${result.w2Cold.drainMs} ms`);
         await resetStatements(ctx);
-        result.w2 = await spike(ctx, driver, pool, url, sizes.spikeSmall, system);
+        result.w2 = await medianSpike(sizes.spikeRepeats, () => spike(ctx, driver, pool, url, sizes.spikeSmall, system));
         const top = await topStatements(ctx, db);
         if (top) statements.w2 = top;
         ctx.log(`  W2 ${config.id}: min ${result.w2.minMs} p50 ${result.w2.p50Ms} p99 ${result.w2.p99Ms} max ${result.w2.maxMs} drain ${result.w2.drainMs} ms; CPU s ${JSON.stringify(result.w2.cpu)}${result.w2.claimLag ? `; claim lag p50 ${result.w2.claimLag.p50Ms} p99 ${result.w2.claimLag.p99Ms} ms` : ''}${result.w2.assignLag ? `; at agent min ${result.w2.assignLag.minMs} p50 ${result.w2.assignLag.p50Ms} p99 ${result.w2.assignLag.p99Ms}; exec p50 ${result.w2.execLag?.p50Ms} p99 ${result.w2.execLag?.p99Ms}` : ''}`);
       }
       if (want.w3) {
-        await vacuumAnalyze(url);
         await resetStatements(ctx);
-        result.w3 = await spike(ctx, driver, pool, url, sizes.spikeLarge, system);
+        result.w3 = await medianSpike(sizes.spikeRepeats, async () => {
+          await vacuumAnalyze(url);
+          return spike(ctx, driver, pool, url, sizes.spikeLarge, system);
+        });
         const top = await topStatements(ctx, db);
         if (top) statements.w3 = top;
         ctx.log(`  W3 ${config.id}: min ${result.w3.minMs} p50 ${result.w3.p50Ms} p99 ${result.w3.p99Ms} max ${result.w3.maxMs} drain ${result.w3.drainMs} ms; CPU s ${JSON.stringify(result.w3.cpu)}${result.w3.claimLag ? `; claim lag p50 ${result.w3.claimLag.p50Ms} p99 ${result.w3.claimLag.p99Ms} ms` : ''}${result.w3.assignLag ? `; at agent min ${result.w3.assignLag.minMs} p50 ${result.w3.assignLag.p50Ms} p99 ${result.w3.assignLag.p99Ms}; exec p50 ${result.w3.execLag?.p50Ms} p99 ${result.w3.execLag?.p99Ms}` : ''}`);
@@ -421,6 +440,14 @@ async function idleLatency(ctx: BenchContext, system: RunningSystem): Promise<La
   const lags = records.startedAt.map((started, i) => started - records.dueAt[i]!).sort((a, b) => a - b);
   collector.forget(phase);
   return lagFigures(lags);
+}
+
+/** Measures a spike `repeats` times in a row and keeps the one with the median p99 (sizes.spikeRepeats). */
+async function medianSpike<T extends { p99Ms: number | null }>(repeats: number, measure: () => Promise<T>): Promise<T> {
+  const results: T[] = [];
+  for (let i = 0; i < repeats; i++) results.push(await measure());
+  results.sort((a, b) => (a.p99Ms ?? Infinity) - (b.p99Ms ?? Infinity));
+  return results[Math.floor((results.length - 1) / 2)]!;
 }
 
 export async function spike(
