@@ -26,6 +26,7 @@ import { create, fromBinary, toBinary, type DescMessage, type DescService } from
 import type { MessageInitShape, MessageShape } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import * as grpc from '@grpc/grpc-js';
+import { hotCodecFor, type HotCodec } from './hot-codec';
 
 /**
  * Channel options every Kairos gRPC client should use (agents, CLI, libs/client).
@@ -153,23 +154,38 @@ function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-/** Encoder accepting a complete message or an init object of the schema. */
+/**
+ * Encoder accepting a complete message or an init object of the schema. The
+ * agent stream's per-job messages have hand-written codecs (hot-codec.ts);
+ * whatever those decline goes through protobuf-es.
+ */
 function serializer<D extends DescMessage>(schema: D): grpc.serialize<Init<D>> {
-  return (value) => asBuffer(toBinary(schema, create(schema, value)));
+  const hot = hotCodecFor(schema);
+  if (hot === undefined) return (value) => asBuffer(toBinary(schema, create(schema, value)));
+  return (value) => {
+    const message = create(schema, value);
+    return asBuffer(hot.encode(message) ?? toBinary(schema, message));
+  };
+}
+
+function decode<D extends DescMessage>(schema: D, hot: HotCodec | undefined, bytes: Uint8Array): MessageShape<D> {
+  return (hot?.decode(bytes) as MessageShape<D> | undefined) ?? fromBinary(schema, bytes);
 }
 
 /** Decoder producing a complete message of the schema. */
 function deserializer<D extends DescMessage>(schema: D): grpc.deserialize<MessageShape<D>> {
-  return (bytes) => fromBinary(schema, bytes);
+  const hot = hotCodecFor(schema);
+  return (bytes) => decode(schema, hot, bytes);
 }
 
 const UNDECODABLE = Symbol('kairos.undecodable');
 
 /** Server-side request decoder: never throws; what cannot be decoded is an empty message marked with why. */
 function lenientDeserializer<D extends DescMessage>(schema: D): grpc.deserialize<MessageShape<D>> {
+  const hot = hotCodecFor(schema);
   return (bytes) => {
     try {
-      return fromBinary(schema, bytes);
+      return decode(schema, hot, bytes);
     } catch (error: unknown) {
       const reason = error instanceof Error ? error.message : String(error);
       return Object.assign(create(schema), { [UNDECODABLE]: reason }) as MessageShape<D>;

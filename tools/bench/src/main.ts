@@ -269,7 +269,7 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', onCrash);
 
   try {
-    cluster = await startCluster({ extraSettings: args.pgss ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' } : {} });
+    cluster = await startCluster({ extraSettings: args.pgss ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all', 'pg_stat_statements.track_planning': 'on' } : {} });
     if (args.pgss) await cluster.admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
     const postgres = await serverInfo(cluster);
     log(`PostgreSQL ${postgres.versionNum} (pid ${cluster.pid}), fsync=${postgres.settings.fsync}, synchronous_commit=${postgres.settings.synchronous_commit}`);

@@ -2,7 +2,11 @@
  * Summarises V8 .cpuprofile files written by `npm run bench -- --cpu-prof`:
  * self time per function and per package, heaviest first.
  *
- *   node tools/bench/dist/profile-summary.js <file.cpuprofile>... [--top 25]
+ *   node tools/bench/dist/profile-summary.js <file.cpuprofile>... [--top 25] [--inclusive]
+ *
+ * `--inclusive` adds the heaviest functions by total time (samples in which the
+ * function is anywhere on the stack, counted once per sample): where a hot
+ * path's time goes, not only which leaf spends it.
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -34,7 +38,29 @@ function packageOf(url: string): string {
   return path.basename(url);
 }
 
-async function summarise(file: string, top: number): Promise<string> {
+function functionKey(node: ProfileNode): string {
+  const name = node.callFrame.functionName || '(anonymous)';
+  return `${name}  ${node.callFrame.url ? `${packageOf(node.callFrame.url)}:${path.basename(node.callFrame.url)}:${node.callFrame.lineNumber + 1}` : ''}`;
+}
+
+/** Total time per function: each sample counts once for every distinct function on its stack. */
+function inclusiveTimes(profile: Profile, byId: Map<number, ProfileNode>): Map<string, number> {
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const totals = new Map<string, number>();
+  profile.samples.forEach((leaf, i) => {
+    const seen = new Set<string>();
+    for (let id: number | undefined = leaf; id !== undefined; id = parent.get(id)) {
+      const node = byId.get(id)!;
+      if (node.callFrame.functionName === '(idle)' || node.callFrame.functionName === '(root)') continue;
+      seen.add(functionKey(node));
+    }
+    for (const key of seen) totals.set(key, (totals.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  });
+  return totals;
+}
+
+async function summarise(file: string, top: number, inclusive: boolean): Promise<string> {
   const profile = JSON.parse(await readFile(file, 'utf8')) as Profile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
@@ -50,7 +76,7 @@ async function summarise(file: string, top: number): Promise<string> {
       idle += us;
       continue;
     }
-    const key = `${name}  ${node.callFrame.url ? `${packageOf(node.callFrame.url)}:${path.basename(node.callFrame.url)}:${node.callFrame.lineNumber + 1}` : ''}`;
+    const key = functionKey(node);
     byFunction.set(key, (byFunction.get(key) ?? 0) + us);
     const pkg = ['(garbage collector)', '(program)'].includes(name) ? name : packageOf(node.callFrame.url);
     byPackage.set(pkg, (byPackage.get(pkg) ?? 0) + us);
@@ -62,6 +88,12 @@ async function summarise(file: string, top: number): Promise<string> {
   for (const [pkg, us] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, 15)) lines.push(`    ${pct(us)}  ${(us / 1000).toFixed(0).padStart(6)} ms  ${pkg}`);
   lines.push(`  top ${top} functions (self time):`);
   for (const [fn, us] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, top)) lines.push(`    ${pct(us)}  ${(us / 1000).toFixed(0).padStart(6)} ms  ${fn}`);
+  if (inclusive) {
+    lines.push(`  top ${top} functions (total time, callees included):`);
+    for (const [fn, us] of [...inclusiveTimes(profile, byId)].sort((a, b) => b[1] - a[1]).slice(0, top)) {
+      lines.push(`    ${pct(us)}  ${(us / 1000).toFixed(0).padStart(6)} ms  ${fn}`);
+    }
+  }
   return lines.join('\n');
 }
 
@@ -69,8 +101,10 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const topIndex = args.indexOf('--top');
   const top = topIndex >= 0 ? Number(args.splice(topIndex, 2)[1]) : 25;
-  if (args.length === 0) throw new Error('usage: profile-summary <file.cpuprofile>... [--top N]');
-  for (const file of args) process.stdout.write(`${await summarise(file, top)}\n\n`);
+  const inclusiveIndex = args.indexOf('--inclusive');
+  if (inclusiveIndex >= 0) args.splice(inclusiveIndex, 1);
+  if (args.length === 0) throw new Error('usage: profile-summary <file.cpuprofile>... [--top N] [--inclusive]');
+  for (const file of args) process.stdout.write(`${await summarise(file, top, inclusiveIndex >= 0)}\n\n`);
 }
 
 main().catch((error: unknown) => {

@@ -118,6 +118,8 @@ export interface StatementStat {
   calls: number;
   totalMs: number;
   meanMs: number;
+  /** Planning time in total (pg_stat_statements.track_planning). */
+  planMs: number;
   rows: number;
 }
 
@@ -226,7 +228,7 @@ async function resetStatements(ctx: BenchContext): Promise<void> {
 async function topStatements(ctx: BenchContext, database: string): Promise<StatementStat[] | undefined> {
   if (!ctx.pgss) return undefined;
   const { rows } = await ctx.cluster.admin.query(
-    `SELECT left(regexp_replace(s.query, '\\s+', ' ', 'g'), 240) AS query, s.calls, s.total_exec_time AS total, s.mean_exec_time AS mean, s.rows
+    `SELECT left(regexp_replace(s.query, '\\s+', ' ', 'g'), 240) AS query, s.calls, s.total_exec_time AS total, s.mean_exec_time AS mean, s.total_plan_time AS plan, s.rows
      FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
      WHERE d.datname = $1 ORDER BY s.total_exec_time DESC LIMIT 12`,
     [database],
@@ -236,6 +238,7 @@ async function topStatements(ctx: BenchContext, database: string): Promise<State
     calls: Number(row.calls),
     totalMs: Math.round(Number(row.total) * 10) / 10,
     meanMs: Math.round(Number(row.mean) * 1000) / 1000,
+    planMs: Math.round(Number(row.plan) * 10) / 10,
     rows: Number(row.rows),
   }));
 }

@@ -1,17 +1,21 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { batchingPoster, unbatching } from './thread-batch';
+import type { ThreadWire } from './thread-wire';
+
+/** Batches cross as they are: these tests are about batching, thread-wire.test.ts about packing. */
+const AS_IS: ThreadWire<unknown> = { pack: (batch) => [...batch], unpack: (packed) => [...packed] };
 
 describe('thread batching', () => {
   function setup() {
     const { port1, port2 } = new MessageChannel();
     const batches: unknown[][] = [];
     const delivered: unknown[] = [];
-    const deliver = unbatching<unknown>((message) => delivered.push(message));
+    const deliver = unbatching<unknown>(AS_IS, (message) => delivered.push(message));
     port2.on('message', (batch: unknown[]) => {
       batches.push(batch);
       deliver(batch);
     });
-    const post = batchingPoster<unknown>((batch) => port1.postMessage(batch));
+    const post = batchingPoster<unknown>(AS_IS, (batch) => port1.postMessage(batch));
     const close = (...ports: MessagePort[]) => ports.forEach((port) => port.close());
     return { post, batches, delivered, dispose: () => close(port1, port2) };
   }

@@ -11,7 +11,9 @@
  * start post their `started` in one turn too.
  *
  * Only the transport sees arrays: the session posts and handles single
- * messages (session.ts's `host.post` / `handle`), and so does agent.ts.
+ * messages (session.ts's `host.post` / `handle`), and so does agent.ts. What
+ * crosses is the batch packed by a `ThreadWire` (thread-wire.ts): the per-job
+ * messages as flat field values, which clone several times faster.
  *
  * Timing: a batch leaves at the end of the turn it was started in
  * (`setImmediate`). A message is therefore never held longer than the rest of
@@ -21,13 +23,15 @@
  * handler thread to keep renewing, so heartbeats are unaffected.
  */
 
-/** Returns `post(message)`, which queues `message` for the batch of the current turn. */
-export function batchingPoster<T>(postBatch: (batch: T[]) => void): (message: T) => void {
+import type { ThreadWire } from './thread-wire';
+
+/** Returns `post(message)`, which queues `message` for the batch of the current turn; the batch leaves packed by `wire`. */
+export function batchingPoster<T>(wire: ThreadWire<T>, postBatch: (packed: unknown[]) => void): (message: T) => void {
   let pending: T[] | undefined;
   const flush = (): void => {
     const batch = pending;
     pending = undefined;
-    if (batch !== undefined) postBatch(batch);
+    if (batch !== undefined) postBatch(wire.pack(batch));
   };
   return (message) => {
     if (pending === undefined) {
@@ -39,9 +43,9 @@ export function batchingPoster<T>(postBatch: (batch: T[]) => void): (message: T)
   };
 }
 
-/** The receiving side: hands each message of a batch to `deliver`, in order. */
-export function unbatching<T>(deliver: (message: T) => void): (batch: readonly T[]) => void {
-  return (batch) => {
-    for (const message of batch) deliver(message);
+/** The receiving side: unpacks a batch with `wire` and hands each message to `deliver`, in order. */
+export function unbatching<T>(wire: ThreadWire<T>, deliver: (message: T) => void): (packed: readonly unknown[]) => void {
+  return (packed) => {
+    for (const message of wire.unpack(packed)) deliver(message);
   };
 }

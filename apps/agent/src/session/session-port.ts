@@ -7,20 +7,21 @@
 import { AgentSession, type SessionConfig, type SessionDeps } from './session';
 import { batchingPoster, unbatching } from '../runtime/thread-batch';
 import type { ToExecutor, ToSession } from '../runtime/thread-messages';
+import { TO_EXECUTOR, TO_SESSION } from '../runtime/thread-wire';
 
 /**
  * The part of `MessagePort` / `parentPort` the session needs. Messages cross
- * in batches (thread-batch.ts): arrays, in posting order.
+ * in batches (thread-batch.ts), packed by thread-wire.ts.
  */
 export interface SessionPort {
-  postMessage(batch: readonly ToExecutor[]): void;
-  on(event: 'message', listener: (batch: readonly ToSession[]) => void): unknown;
+  postMessage(packed: readonly unknown[]): void;
+  on(event: 'message', listener: (packed: readonly unknown[]) => void): unknown;
 }
 
 /** Starts a session that receives ToSession batches from `port` and posts ToExecutor batches to it. */
 export function serveSession(port: SessionPort, config: SessionConfig, deps: SessionDeps = {}): AgentSession {
-  const session = new AgentSession(config, { post: batchingPoster<ToExecutor>((batch) => port.postMessage(batch)) }, deps);
-  port.on('message', unbatching<ToSession>((message) => session.handle(message)));
+  const session = new AgentSession(config, { post: batchingPoster<ToExecutor>(TO_EXECUTOR, (packed) => port.postMessage(packed)) }, deps);
+  port.on('message', unbatching<ToSession>(TO_SESSION, (message) => session.handle(message)));
   session.start();
   return session;
 }

@@ -12,6 +12,7 @@ import type { SessionConfig, SessionDeps } from './session';
 import { serveSession } from './session-port';
 import { batchingPoster, unbatching } from '../runtime/thread-batch';
 import type { ToExecutor, ToSession } from '../runtime/thread-messages';
+import { TO_EXECUTOR, TO_SESSION } from '../runtime/thread-wire';
 
 export interface SessionChannel {
   post(message: ToSession): void;
@@ -65,11 +66,11 @@ export function startSessionWorker(config: SessionConfig, listeners: SessionList
     failed = true;
     listeners.onFailure(error);
   };
-  worker.on('message', unbatching<ToExecutor>((message) => listeners.onMessage(message)));
+  worker.on('message', unbatching<ToExecutor>(TO_EXECUTOR, (message) => listeners.onMessage(message)));
   worker.on('error', (error: Error) => fail(new Error('the session thread crashed', { cause: error })));
   worker.on('exit', (code) => fail(new Error(`the session thread exited unexpectedly (code ${code})`)));
   return {
-    post: batchingPoster<ToSession>((batch) => worker.postMessage(batch)),
+    post: batchingPoster<ToSession>(TO_SESSION, (packed) => worker.postMessage(packed)),
     dispose: async () => {
       disposing = true;
       await worker.terminate();
@@ -81,9 +82,9 @@ export function startSessionWorker(config: SessionConfig, listeners: SessionList
 export function startSessionInline(config: SessionConfig, listeners: SessionListeners, deps: SessionDeps = {}): SessionChannel {
   const { port1, port2 } = new MessageChannel();
   const session = serveSession(port1, config, deps);
-  port2.on('message', unbatching<ToExecutor>((message) => listeners.onMessage(message)));
+  port2.on('message', unbatching<ToExecutor>(TO_EXECUTOR, (message) => listeners.onMessage(message)));
   return {
-    post: batchingPoster<ToSession>((batch) => port2.postMessage(batch)),
+    post: batchingPoster<ToSession>(TO_SESSION, (packed) => port2.postMessage(packed)),
     dispose: async () => {
       session.handle({ type: 'close' });
       port1.close();

@@ -1,0 +1,726 @@
+/**
+ * Hand-written binary codecs for the agent stream's per-job messages:
+ * `CoordinatorMessage` carrying `Assignments` or `OutcomeAcks`, and
+ * `AgentMessage` carrying `Outcomes`. Everything else, and anything these do
+ * not recognise, goes through protobuf-es's `toBinary` / `fromBinary`.
+ *
+ * Why: protobuf-es v2 encodes by reflection over the descriptor. At thousands
+ * of jobs a second that was the largest single cost in the coordinator's CPU
+ * profile (an Assignment took about 4 µs to encode and 2.4 µs to decode, the
+ * whole job about 75-100 µs across every process), and these three messages
+ * are the only ones sent once per job. Written out for their fields, with the
+ * sizes computed first and one buffer written once, an Assignment encodes in
+ * about 0.5 µs (docs/decisions/0022-hot-codec.md has the measurements).
+ *
+ * Contract, enforced by hot-codec.test.ts for every field of each schema:
+ *
+ * - the bytes are exactly what `toBinary` writes (same field order, proto3
+ *   implicit presence: default values are not written);
+ * - decoding yields a message `equals` to `fromBinary`'s, with the same
+ *   `$typeName`s and defaults;
+ * - anything unexpected returns `undefined` and the caller uses protobuf-es:
+ *   unknown fields (kept by `fromBinary` as `$unknown`), a repeated oneof
+ *   field, a wire type that does not match, truncated input, a number out of
+ *   range. So a peer running a newer schema loses nothing, and a malformed
+ *   message fails exactly as it did.
+ *
+ * A field added to one of these messages in agent.proto makes the test fail
+ * until it is added here: the test fills every field the generated schema has.
+ */
+import type { DescMessage } from '@bufbuild/protobuf';
+import type { Timestamp } from '@bufbuild/protobuf/wkt';
+import {
+  AgentMessageSchema,
+  CoordinatorMessageSchema,
+  type AgentMessage,
+  type Assignment,
+  type CoordinatorMessage,
+  type LeaseOutcome,
+  type OutcomeAck,
+} from './gen/kairos/v1/agent_pb';
+
+/** Thrown inside the decoders when the input is not one they handle; never escapes this module. */
+const NOT_HOT = Symbol('kairos.not-hot');
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+// Wire types.
+const VARINT = 0;
+const FIXED64 = 1;
+const LEN = 2;
+
+/** A one-byte tag (every field number here is below 16). */
+const tag = (field: number, wireType: number): number => (field << 3) | wireType;
+
+function varintSize(value: number): number {
+  let size = 1;
+  while (value >= 128) {
+    value = Math.floor(value / 128);
+    size++;
+  }
+  return size;
+}
+
+/** Size of a uint64/int64 varint (two's complement for negatives, as protobuf writes them). */
+function varint64Size(value: bigint): number {
+  let v = BigInt.asUintN(64, value);
+  if (v <= MAX_SAFE) return varintSize(Number(v));
+  let size = 1;
+  while (v >= 128n) {
+    v >>= 7n;
+    size++;
+  }
+  return size;
+}
+
+/** Size of an int32 varint: negatives take ten bytes (sign-extended to 64 bits). */
+const int32Size = (value: number): number => (value < 0 ? 10 : varintSize(value));
+
+const utf8Length = (text: string): number => (text.length === 0 ? 0 : Buffer.byteLength(text, 'utf8'));
+
+/** Size of a length-delimited field with a one-byte tag, `length` bytes long. */
+const lenFieldSize = (length: number): number => 1 + varintSize(length) + length;
+
+class Writer {
+  readonly buf: Buffer;
+  pos = 0;
+
+  constructor(size: number) {
+    this.buf = Buffer.allocUnsafe(size);
+  }
+
+  byte(value: number): void {
+    this.buf[this.pos++] = value;
+  }
+
+  varint(value: number): void {
+    const buf = this.buf;
+    let pos = this.pos;
+    while (value >= 128) {
+      buf[pos++] = (value % 128) | 128;
+      value = Math.floor(value / 128);
+    }
+    buf[pos++] = value;
+    this.pos = pos;
+  }
+
+  varint64(value: bigint): void {
+    let v = BigInt.asUintN(64, value);
+    if (v <= MAX_SAFE) return this.varint(Number(v));
+    while (v >= 128n) {
+      this.byte(Number(v & 127n) | 128);
+      v >>= 7n;
+    }
+    this.byte(Number(v));
+  }
+
+  int32(value: number): void {
+    if (value >= 0) this.varint(value);
+    else this.varint64(BigInt(value));
+  }
+
+  /** A string whose UTF-8 length the sizing pass measured. */
+  string(text: string, length: number): void {
+    this.varint(length);
+    if (length > 0) this.pos += this.buf.write(text, this.pos, length, 'utf8');
+  }
+
+  double(value: number): void {
+    this.buf.writeDoubleLE(value, this.pos);
+    this.pos += 8;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Encoding. Each message is sized first (lengths pushed onto `sizes` in the
+// order the writing pass consumes them), then written into one buffer.
+
+function timestampSize(ts: Timestamp): number {
+  return (ts.seconds !== 0n ? 1 + varint64Size(ts.seconds) : 0) + (ts.nanos !== 0 ? 1 + int32Size(ts.nanos) : 0);
+}
+
+function writeTimestamp(out: Writer, field: number, ts: Timestamp, size: number): void {
+  out.byte(tag(field, LEN));
+  out.varint(size);
+  if (ts.seconds !== 0n) {
+    out.byte(tag(1, VARINT));
+    out.varint64(ts.seconds);
+  }
+  if (ts.nanos !== 0) {
+    out.byte(tag(2, VARINT));
+    out.int32(ts.nanos);
+  }
+}
+
+/** Sizes of one Assignment: pushes its string lengths, timestamp size and body size; returns the body size. */
+function sizeAssignment(a: Assignment, sizes: number[]): number {
+  const jobId = utf8Length(a.jobId);
+  const runId = utf8Length(a.runId);
+  const task = utf8Length(a.task);
+  const payload = utf8Length(a.payloadJson);
+  const trace = utf8Length(a.traceparent);
+  const scheduled = a.scheduledFor === undefined ? -1 : timestampSize(a.scheduledFor);
+  let size = 0;
+  if (jobId > 0) size += lenFieldSize(jobId);
+  if (runId > 0) size += lenFieldSize(runId);
+  if (task > 0) size += lenFieldSize(task);
+  if (a.attempt !== 0) size += 1 + varintSize(a.attempt);
+  if (a.maxAttempts !== 0) size += 1 + varintSize(a.maxAttempts);
+  if (a.leaseGeneration !== 0n) size += 1 + varint64Size(a.leaseGeneration);
+  if (a.leaseRemainingMs !== 0) size += 1 + varintSize(a.leaseRemainingMs);
+  if (a.timeoutMs !== 0) size += 1 + varintSize(a.timeoutMs);
+  if (scheduled >= 0) size += lenFieldSize(scheduled);
+  if (a.anchorSeq !== 0n) size += 1 + varint64Size(a.anchorSeq);
+  if (payload > 0) size += lenFieldSize(payload);
+  if (trace > 0) size += lenFieldSize(trace);
+  if (a.startAtMs !== 0) size += 9;
+  sizes.push(jobId, runId, task, payload, trace, scheduled, size);
+  return size;
+}
+
+function writeAssignment(out: Writer, a: Assignment, sizes: number[], at: number): number {
+  const jobId = sizes[at]!;
+  const runId = sizes[at + 1]!;
+  const task = sizes[at + 2]!;
+  const payload = sizes[at + 3]!;
+  const trace = sizes[at + 4]!;
+  const scheduled = sizes[at + 5]!;
+  out.byte(tag(1, LEN));
+  out.varint(sizes[at + 6]!);
+  if (jobId > 0) {
+    out.byte(tag(1, LEN));
+    out.string(a.jobId, jobId);
+  }
+  if (runId > 0) {
+    out.byte(tag(2, LEN));
+    out.string(a.runId, runId);
+  }
+  if (task > 0) {
+    out.byte(tag(3, LEN));
+    out.string(a.task, task);
+  }
+  if (a.attempt !== 0) {
+    out.byte(tag(5, VARINT));
+    out.varint(a.attempt);
+  }
+  if (a.maxAttempts !== 0) {
+    out.byte(tag(6, VARINT));
+    out.varint(a.maxAttempts);
+  }
+  if (a.leaseGeneration !== 0n) {
+    out.byte(tag(7, VARINT));
+    out.varint64(a.leaseGeneration);
+  }
+  if (a.leaseRemainingMs !== 0) {
+    out.byte(tag(8, VARINT));
+    out.varint(a.leaseRemainingMs);
+  }
+  if (a.timeoutMs !== 0) {
+    out.byte(tag(9, VARINT));
+    out.varint(a.timeoutMs);
+  }
+  if (scheduled >= 0) writeTimestamp(out, 10, a.scheduledFor!, scheduled);
+  if (a.anchorSeq !== 0n) {
+    out.byte(tag(11, VARINT));
+    out.varint64(a.anchorSeq);
+  }
+  if (payload > 0) {
+    out.byte(tag(12, LEN));
+    out.string(a.payloadJson, payload);
+  }
+  if (trace > 0) {
+    out.byte(tag(13, LEN));
+    out.string(a.traceparent, trace);
+  }
+  if (a.startAtMs !== 0) {
+    out.byte(tag(14, FIXED64));
+    out.double(a.startAtMs);
+  }
+  return at + 7;
+}
+
+function sizeOutcomeAck(ack: OutcomeAck, sizes: number[]): number {
+  const jobId = utf8Length(ack.jobId);
+  let size = 0;
+  if (jobId > 0) size += lenFieldSize(jobId);
+  if (ack.leaseGeneration !== 0n) size += 1 + varint64Size(ack.leaseGeneration);
+  if (ack.result !== 0) size += 1 + int32Size(ack.result);
+  sizes.push(jobId, size);
+  return size;
+}
+
+function writeOutcomeAck(out: Writer, ack: OutcomeAck, sizes: number[], at: number): number {
+  const jobId = sizes[at]!;
+  out.byte(tag(1, LEN));
+  out.varint(sizes[at + 1]!);
+  if (jobId > 0) {
+    out.byte(tag(1, LEN));
+    out.string(ack.jobId, jobId);
+  }
+  if (ack.leaseGeneration !== 0n) {
+    out.byte(tag(2, VARINT));
+    out.varint64(ack.leaseGeneration);
+  }
+  if (ack.result !== 0) {
+    out.byte(tag(3, VARINT));
+    out.int32(ack.result);
+  }
+  return at + 2;
+}
+
+function sizeLeaseOutcome(o: LeaseOutcome, sizes: number[]): number {
+  const jobId = utf8Length(o.jobId);
+  const error = utf8Length(o.error);
+  const trace = utf8Length(o.traceparent);
+  const finished = o.finishedAt === undefined ? -1 : timestampSize(o.finishedAt);
+  let size = 0;
+  if (jobId > 0) size += lenFieldSize(jobId);
+  if (o.leaseGeneration !== 0n) size += 1 + varint64Size(o.leaseGeneration);
+  if (o.result !== 0) size += 1 + int32Size(o.result);
+  if (error > 0) size += lenFieldSize(error);
+  if (finished >= 0) size += lenFieldSize(finished);
+  if (trace > 0) size += lenFieldSize(trace);
+  sizes.push(jobId, error, trace, finished, size);
+  return size;
+}
+
+function writeLeaseOutcome(out: Writer, o: LeaseOutcome, sizes: number[], at: number): number {
+  const jobId = sizes[at]!;
+  const error = sizes[at + 1]!;
+  const trace = sizes[at + 2]!;
+  const finished = sizes[at + 3]!;
+  out.byte(tag(1, LEN));
+  out.varint(sizes[at + 4]!);
+  if (jobId > 0) {
+    out.byte(tag(1, LEN));
+    out.string(o.jobId, jobId);
+  }
+  if (o.leaseGeneration !== 0n) {
+    out.byte(tag(2, VARINT));
+    out.varint64(o.leaseGeneration);
+  }
+  if (o.result !== 0) {
+    out.byte(tag(3, VARINT));
+    out.int32(o.result);
+  }
+  if (error > 0) {
+    out.byte(tag(4, LEN));
+    out.string(o.error, error);
+  }
+  if (finished >= 0) writeTimestamp(out, 5, o.finishedAt!, finished);
+  if (trace > 0) {
+    out.byte(tag(6, LEN));
+    out.string(o.traceparent, trace);
+  }
+  return at + 5;
+}
+
+interface ListCodec<T> {
+  size(item: T, sizes: number[]): number;
+  write(out: Writer, item: T, sizes: number[], at: number): number;
+}
+
+const ASSIGNMENT: ListCodec<Assignment> = { size: sizeAssignment, write: writeAssignment };
+const OUTCOME_ACK: ListCodec<OutcomeAck> = { size: sizeOutcomeAck, write: writeOutcomeAck };
+const LEASE_OUTCOME: ListCodec<LeaseOutcome> = { size: sizeLeaseOutcome, write: writeLeaseOutcome };
+
+/** True when a message carries fields protobuf-es kept from a newer schema. */
+const hasUnknown = (message: object): boolean => {
+  const unknown = (message as { $unknown?: unknown[] }).$unknown;
+  return unknown !== undefined && unknown.length > 0;
+};
+
+/**
+ * An envelope whose oneof `field` holds a message with one repeated field 1
+ * (`Assignments`, `OutcomeAcks`, `Outcomes`). The list's items are sized, then
+ * everything is written into one buffer.
+ */
+function encodeList<T extends object>(field: number, holder: object, items: readonly T[], codec: ListCodec<T>): Uint8Array | undefined {
+  if (hasUnknown(holder)) return undefined;
+  const sizes: number[] = [];
+  let inner = 0;
+  for (const item of items) {
+    if (hasUnknown(item)) return undefined;
+    inner += lenFieldSize(codec.size(item, sizes));
+  }
+  const out = new Writer(lenFieldSize(inner));
+  out.byte(tag(field, LEN));
+  out.varint(inner);
+  let at = 0;
+  for (const item of items) at = codec.write(out, item, sizes, at);
+  return out.pos === out.buf.length ? out.buf : undefined;
+}
+
+/** The bytes of a CoordinatorMessage carrying assignments or outcome acks; undefined for anything else. */
+export function encodeCoordinatorMessage(message: CoordinatorMessage): Uint8Array | undefined {
+  if (hasUnknown(message)) return undefined;
+  const kind = message.kind;
+  if (kind.case === 'assignments') return encodeList(2, kind.value, kind.value.assignments, ASSIGNMENT);
+  if (kind.case === 'outcomeAcks') return encodeList(4, kind.value, kind.value.acks, OUTCOME_ACK);
+  return undefined;
+}
+
+/** The bytes of an AgentMessage carrying outcomes; undefined for anything else. */
+export function encodeAgentMessage(message: AgentMessage): Uint8Array | undefined {
+  if (hasUnknown(message)) return undefined;
+  const kind = message.kind;
+  if (kind.case === 'outcomes') return encodeList(3, kind.value, kind.value.outcomes, LEASE_OUTCOME);
+  return undefined;
+}
+
+// ---------------------------------------------------------------------------
+// Decoding. Any surprise throws NOT_HOT and the caller falls back.
+
+class Reader {
+  readonly buf: Buffer;
+  pos: number;
+  end: number;
+
+  constructor(bytes: Uint8Array) {
+    this.buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.pos = 0;
+    this.end = bytes.byteLength;
+  }
+
+  /**
+   * A varint: a number when it is at most 7 bytes (49 bits, exact in a
+   * double), otherwise an unsigned 64-bit bigint read again from its start.
+   */
+  value(): number | bigint {
+    const buf = this.buf;
+    const start = this.pos;
+    let result = 0;
+    let multiplier = 1;
+    for (let i = 0; i < 7; i++) {
+      if (this.pos >= this.end) throw NOT_HOT;
+      const b = buf[this.pos++]!;
+      result += (b & 127) * multiplier;
+      if (b < 128) return result;
+      multiplier *= 128;
+    }
+    this.pos = start;
+    let big = 0n;
+    let shift = 0n;
+    for (let i = 0; i < 10; i++) {
+      if (this.pos >= this.end) throw NOT_HOT;
+      const b = buf[this.pos++]!;
+      big |= BigInt(b & 127) << shift;
+      if (b < 128) return BigInt.asUintN(64, big);
+      shift += 7n;
+    }
+    throw NOT_HOT;
+  }
+
+  /** A key or a length: a varint that must fit a number. */
+  varint(): number {
+    const value = this.value();
+    if (typeof value !== 'number') throw NOT_HOT;
+    return value;
+  }
+
+  uint64(): bigint {
+    const value = this.value();
+    return typeof value === 'number' ? BigInt(value) : value;
+  }
+
+  int64(): bigint {
+    const value = this.value();
+    return typeof value === 'number' ? BigInt(value) : BigInt.asIntN(64, value);
+  }
+
+  /** uint32: the low 32 bits of the varint, as protobuf-es reads it. */
+  uint32(): number {
+    const value = this.value();
+    return typeof value === 'number' && value <= 0xffffffff ? value : Number(BigInt.asUintN(32, BigInt(value)));
+  }
+
+  /** int32 / enum: the low 32 bits, signed. */
+  int32(): number {
+    const value = this.value();
+    return typeof value === 'number' && value <= 0x7fffffff ? value : Number(BigInt.asIntN(32, BigInt(value)));
+  }
+
+  /** The length of a length-delimited field; the bytes must be there. */
+  length(): number {
+    const length = this.varint();
+    if (length > this.end - this.pos) throw NOT_HOT;
+    return length;
+  }
+
+  string(): string {
+    const length = this.length();
+    const start = this.pos;
+    this.pos += length;
+    return this.buf.toString('utf8', start, this.pos);
+  }
+
+  double(): number {
+    if (this.end - this.pos < 8) throw NOT_HOT;
+    const value = this.buf.readDoubleLE(this.pos);
+    this.pos += 8;
+    return value;
+  }
+
+  /** Reads a nested message of `length` bytes with `read`, then checks it ended exactly there. */
+  nested<T>(read: (end: number) => T): T {
+    const length = this.length();
+    const outerEnd = this.end;
+    this.end = this.pos + length;
+    const value = read(this.end);
+    if (this.pos !== this.end) throw NOT_HOT;
+    this.end = outerEnd;
+    return value;
+  }
+}
+
+function expectWireType(actual: number, expected: number): void {
+  if (actual !== expected) throw NOT_HOT;
+}
+
+function readTimestamp(input: Reader, into: Timestamp | undefined): Timestamp {
+  // A repeated message field merges, as protobuf does.
+  const ts: Timestamp = into ?? { $typeName: 'google.protobuf.Timestamp', seconds: 0n, nanos: 0 };
+  input.nested((end) => {
+    while (input.pos < end) {
+      const key = input.varint();
+      const [field, wireType] = [key >>> 3, key & 7];
+      expectWireType(wireType, VARINT);
+      if (field === 1) ts.seconds = input.int64();
+      else if (field === 2) ts.nanos = input.int32();
+      else throw NOT_HOT;
+    }
+  });
+  return ts;
+}
+
+function readAssignment(input: Reader): Assignment {
+  const a: Assignment = {
+    $typeName: 'kairos.v1.Assignment',
+    jobId: '',
+    runId: '',
+    task: '',
+    attempt: 0,
+    maxAttempts: 0,
+    leaseGeneration: 0n,
+    leaseRemainingMs: 0,
+    timeoutMs: 0,
+    anchorSeq: 0n,
+    payloadJson: '',
+    traceparent: '',
+    startAtMs: 0,
+  };
+  input.nested((end) => {
+    while (input.pos < end) {
+      const key = input.varint();
+      const wireType = key & 7;
+      switch (key >>> 3) {
+        case 1:
+          expectWireType(wireType, LEN);
+          a.jobId = input.string();
+          break;
+        case 2:
+          expectWireType(wireType, LEN);
+          a.runId = input.string();
+          break;
+        case 3:
+          expectWireType(wireType, LEN);
+          a.task = input.string();
+          break;
+        case 5:
+          expectWireType(wireType, VARINT);
+          a.attempt = input.uint32();
+          break;
+        case 6:
+          expectWireType(wireType, VARINT);
+          a.maxAttempts = input.uint32();
+          break;
+        case 7:
+          expectWireType(wireType, VARINT);
+          a.leaseGeneration = input.uint64();
+          break;
+        case 8:
+          expectWireType(wireType, VARINT);
+          a.leaseRemainingMs = input.uint32();
+          break;
+        case 9:
+          expectWireType(wireType, VARINT);
+          a.timeoutMs = input.uint32();
+          break;
+        case 10:
+          expectWireType(wireType, LEN);
+          a.scheduledFor = readTimestamp(input, a.scheduledFor);
+          break;
+        case 11:
+          expectWireType(wireType, VARINT);
+          a.anchorSeq = input.uint64();
+          break;
+        case 12:
+          expectWireType(wireType, LEN);
+          a.payloadJson = input.string();
+          break;
+        case 13:
+          expectWireType(wireType, LEN);
+          a.traceparent = input.string();
+          break;
+        case 14:
+          expectWireType(wireType, FIXED64);
+          a.startAtMs = input.double();
+          break;
+        default:
+          throw NOT_HOT;
+      }
+    }
+  });
+  return a;
+}
+
+function readOutcomeAck(input: Reader): OutcomeAck {
+  const ack: OutcomeAck = { $typeName: 'kairos.v1.OutcomeAck', jobId: '', leaseGeneration: 0n, result: 0 };
+  input.nested((end) => {
+    while (input.pos < end) {
+      const key = input.varint();
+      const wireType = key & 7;
+      switch (key >>> 3) {
+        case 1:
+          expectWireType(wireType, LEN);
+          ack.jobId = input.string();
+          break;
+        case 2:
+          expectWireType(wireType, VARINT);
+          ack.leaseGeneration = input.uint64();
+          break;
+        case 3:
+          expectWireType(wireType, VARINT);
+          ack.result = input.int32();
+          break;
+        default:
+          throw NOT_HOT;
+      }
+    }
+  });
+  return ack;
+}
+
+function readLeaseOutcome(input: Reader): LeaseOutcome {
+  const o: LeaseOutcome = { $typeName: 'kairos.v1.LeaseOutcome', jobId: '', leaseGeneration: 0n, result: 0, error: '', traceparent: '' };
+  input.nested((end) => {
+    while (input.pos < end) {
+      const key = input.varint();
+      const wireType = key & 7;
+      switch (key >>> 3) {
+        case 1:
+          expectWireType(wireType, LEN);
+          o.jobId = input.string();
+          break;
+        case 2:
+          expectWireType(wireType, VARINT);
+          o.leaseGeneration = input.uint64();
+          break;
+        case 3:
+          expectWireType(wireType, VARINT);
+          o.result = input.int32();
+          break;
+        case 4:
+          expectWireType(wireType, LEN);
+          o.error = input.string();
+          break;
+        case 5:
+          expectWireType(wireType, LEN);
+          o.finishedAt = readTimestamp(input, o.finishedAt);
+          break;
+        case 6:
+          expectWireType(wireType, LEN);
+          o.traceparent = input.string();
+          break;
+        default:
+          throw NOT_HOT;
+      }
+    }
+  });
+  return o;
+}
+
+/**
+ * An envelope that is exactly one occurrence of oneof field `field`, holding a
+ * list (field 1) read by `readItem`. Returns the list, or throws NOT_HOT.
+ */
+function readList<T>(bytes: Uint8Array, field: number, readItem: (input: Reader) => T): T[] {
+  const input = new Reader(bytes);
+  const key = input.varint();
+  if (key !== tag(field, LEN)) throw NOT_HOT;
+  const items: T[] = [];
+  input.nested((end) => {
+    while (input.pos < end) {
+      if (input.varint() !== tag(1, LEN)) throw NOT_HOT;
+      items.push(readItem(input));
+    }
+  });
+  if (input.pos !== input.end) throw NOT_HOT;
+  return items;
+}
+
+function attempt<T>(decode: () => T): T | undefined {
+  try {
+    return decode();
+  } catch (error: unknown) {
+    if (error === NOT_HOT || error instanceof RangeError) return undefined;
+    throw error;
+  }
+}
+
+/** The first byte of each handled envelope: its oneof field's tag. */
+const ASSIGNMENTS_TAG = tag(2, LEN);
+const OUTCOME_ACKS_TAG = tag(4, LEN);
+const OUTCOMES_TAG = tag(3, LEN);
+
+export function decodeCoordinatorMessage(bytes: Uint8Array): CoordinatorMessage | undefined {
+  const first = bytes[0];
+  if (first === ASSIGNMENTS_TAG) {
+    return attempt(() => {
+      const assignments = readList(bytes, 2, readAssignment);
+      return {
+        $typeName: 'kairos.v1.CoordinatorMessage',
+        kind: { case: 'assignments', value: { $typeName: 'kairos.v1.Assignments', assignments } },
+      };
+    });
+  }
+  if (first === OUTCOME_ACKS_TAG) {
+    return attempt(() => {
+      const acks = readList(bytes, 4, readOutcomeAck);
+      return {
+        $typeName: 'kairos.v1.CoordinatorMessage',
+        kind: { case: 'outcomeAcks', value: { $typeName: 'kairos.v1.OutcomeAcks', acks } },
+      };
+    });
+  }
+  return undefined;
+}
+
+export function decodeAgentMessage(bytes: Uint8Array): AgentMessage | undefined {
+  if (bytes[0] !== OUTCOMES_TAG) return undefined;
+  return attempt(() => {
+    const outcomes = readList(bytes, 3, readLeaseOutcome);
+    return {
+      $typeName: 'kairos.v1.AgentMessage',
+      kind: { case: 'outcomes', value: { $typeName: 'kairos.v1.Outcomes', outcomes } },
+    };
+  });
+}
+
+export interface HotCodec {
+  /** The message's bytes, or undefined: use toBinary. */
+  encode(message: unknown): Uint8Array | undefined;
+  /** The message, or undefined: use fromBinary. */
+  decode(bytes: Uint8Array): unknown;
+}
+
+/** The hot codec of a schema (the two agent stream envelopes), if it has one. */
+export function hotCodecFor(schema: DescMessage): HotCodec | undefined {
+  if (schema === CoordinatorMessageSchema) {
+    return { encode: (message) => encodeCoordinatorMessage(message as CoordinatorMessage), decode: decodeCoordinatorMessage };
+  }
+  if (schema === AgentMessageSchema) {
+    return { encode: (message) => encodeAgentMessage(message as AgentMessage), decode: decodeAgentMessage };
+  }
+  return undefined;
+}
