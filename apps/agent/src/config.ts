@@ -6,6 +6,8 @@
  *   KAIROS_AGENT_ID           unique agent id                 <hostname>-<pid>
  *   KAIROS_AGENT_TASKS        comma list of served tasks      every registered handler
  *   KAIROS_AGENT_CAPACITY     runs at once                    4
+ *   KAIROS_PREDISPATCH_QUEUE  pre-dispatched leases held      32 x capacity, at most 10000
+ *                             beyond capacity (0: none)
  *   KAIROS_TOKEN              bearer token for the stream     (none)
  *   KAIROS_TLS                TLS with the system's roots     false
  *   KAIROS_TLS_CA             PEM file: CA to trust (TLS)     (none)
@@ -44,6 +46,14 @@ export interface AgentOptions {
   tasks: string[];
   /** KAIROS_AGENT_CAPACITY, default 4. */
   capacity: number;
+  /**
+   * KAIROS_PREDISPATCH_QUEUE: how many pre-dispatched leases (jobs not yet
+   * due) the agent holds beyond its capacity, to start at their due instant
+   * as slots free up; when the queue stops moving (no slot frees for half a
+   * second) the leases in it are given back. Default 32 x capacity (at most
+   * 10,000); 0: none.
+   */
+  preDispatchQueue?: number;
   /** KAIROS_TOKEN: sent as `authorization: Bearer <token>` metadata. */
   token?: string;
   /**
@@ -98,6 +108,12 @@ export class ConfigError extends Error {
 }
 
 const MAX_CAPACITY = 10_000;
+const MAX_PREDISPATCH_QUEUE = 10_000;
+
+/** The start queue an agent announces when none is configured: 32 x capacity, at most 10,000. */
+export function defaultPreDispatchQueue(capacity: number): number {
+  return Math.min(MAX_PREDISPATCH_QUEUE, capacity * 32);
+}
 
 /** host:port, [ipv6]:port, or a grpc-js target with a scheme (dns:, unix:, ipv4:, ...). */
 const coordinatorTarget = z
@@ -127,6 +143,7 @@ const envSchema = z.object({
   KAIROS_AGENT_ID: z.string().trim().min(1).max(200).optional(),
   KAIROS_AGENT_TASKS: commaList.optional(),
   KAIROS_AGENT_CAPACITY: intString(1, MAX_CAPACITY).default(4),
+  KAIROS_PREDISPATCH_QUEUE: intString(0, MAX_PREDISPATCH_QUEUE).optional(),
   KAIROS_TOKEN: z.string().trim().min(1).optional(),
   KAIROS_TLS: z.enum(['true', 'false', '1', '0'], { error: 'must be true or false' }).optional(),
   KAIROS_TLS_CA: z.string().trim().min(1).optional(),
@@ -153,6 +170,7 @@ const optionsSchema = z.object({
     .min(1, 'must name at least one task')
     .refine((tasks) => new Set(tasks).size === tasks.length, 'must not repeat a task'),
   capacity: z.number().int().min(1).max(MAX_CAPACITY),
+  preDispatchQueue: z.number().int().min(0).max(MAX_PREDISPATCH_QUEUE).optional(),
   token: z.string().min(1).optional(),
   tls: z
     .object({ caFile: z.string().min(1).optional(), certFile: z.string().min(1).optional(), keyFile: z.string().min(1).optional() })
@@ -177,6 +195,7 @@ const ENV_NAMES: Partial<Record<keyof AgentOptions, string>> = {
   agentId: 'KAIROS_AGENT_ID',
   tasks: 'KAIROS_AGENT_TASKS',
   capacity: 'KAIROS_AGENT_CAPACITY',
+  preDispatchQueue: 'KAIROS_PREDISPATCH_QUEUE',
   token: 'KAIROS_TOKEN',
   tls: 'KAIROS_TLS_CA / KAIROS_TLS_CLIENT_CERT / KAIROS_TLS_CLIENT_KEY',
   httpAllowHosts: 'KAIROS_HTTP_ALLOW_HOSTS',
@@ -219,6 +238,7 @@ export function agentOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, overri
     coordinator: fromEnv.KAIROS_COORDINATOR,
     agentId: fromEnv.KAIROS_AGENT_ID ?? `${hostname()}-${process.pid}`,
     capacity: fromEnv.KAIROS_AGENT_CAPACITY,
+    ...(fromEnv.KAIROS_PREDISPATCH_QUEUE === undefined ? {} : { preDispatchQueue: fromEnv.KAIROS_PREDISPATCH_QUEUE }),
     httpAllowHosts: fromEnv.KAIROS_HTTP_ALLOW_HOSTS,
     execAllow: fromEnv.KAIROS_EXEC_ALLOW,
     drainGraceMs: fromEnv.KAIROS_DRAIN_GRACE_MS,

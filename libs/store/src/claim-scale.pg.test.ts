@@ -32,6 +32,7 @@ describe('claim cost does not grow with far-future jobs', () => {
         'default',
         null,
         0,
+        false,
       ]);
       const plan = rows[0]['QUERY PLAN'][0];
       const text = JSON.stringify(plan);

@@ -117,7 +117,7 @@ describe('lease statements', () => {
         await claimer.query('BEGIN');
         await claimer.query('SELECT now()'); // fixes now() for the claim below
         await store.lease.release([{ ...heldBy('w1'), jobId: id, leaseGeneration: first!.leaseGeneration }], 'test');
-        const { rows: claimed } = await claimer.query(CLAIM_SQL, [null, ['a'], 1, 'w2', LEASE_MS, 60_000, 'default', null, 0]);
+        const { rows: claimed } = await claimer.query(CLAIM_SQL, [null, ['a'], 1, 'w2', LEASE_MS, 60_000, 'default', null, 0, false]);
         expect(claimed).toHaveLength(1);
         await claimer.query('COMMIT');
       } finally {

@@ -49,6 +49,26 @@ describe('pre-dispatched leases at the store', () => {
     expect((await jobRow(db.pool, late)).state).toBe('DUE');
   });
 
+  it('a start-queue claim (futureOnly) takes jobs not yet due, never due ones', async () => {
+    const due = await insertJob(db.pool, { runAt: at(T0, -500) });
+    const now = await insertJob(db.pool, { runAt: T0 });
+    const soon = await insertJob(db.pool, { runAt: at(T0, 1_000) });
+    const queued = await store.lease.claimDue({
+      owner: FIXTURE_HOLDER.owner,
+      tokenId: null,
+      namespace: 'default',
+      tasks: ['noop'],
+      limit: 10,
+      leaseMs: LEASE_MS,
+      horizonMs: 2_000,
+      futureOnly: true,
+      now: T0,
+    });
+    expect(queued.map((job) => job.jobId)).toEqual([soon]);
+    expect((await jobRow(db.pool, due)).state).toBe('DUE');
+    expect((await jobRow(db.pool, now)).state).toBe('DUE');
+  });
+
   it('a release for a withdrawal holds the job for the requester; the cancel clears the hold', async () => {
     const { id, lease } = await preDispatchedJob();
     const listener = new Client({ connectionString: db.url });

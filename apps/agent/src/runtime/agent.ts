@@ -18,7 +18,7 @@
 import { readFileSync } from 'node:fs';
 import { pino, type Logger } from 'pino';
 import { tracingFromEnv, type JobSpan, type Tracing } from '@kairos/tracing';
-import { AGENT_VERSION, ConfigError, checkAgentOptions, registeredHandlers, type AgentOptions } from '../config';
+import { AGENT_VERSION, ConfigError, checkAgentOptions, defaultPreDispatchQueue, registeredHandlers, type AgentOptions } from '../config';
 import type { DefinedTask } from '../sdk';
 import { createAgentEvents, type AgentEvents, type RunInfo } from './events';
 import { Executor, type RunResult } from './executor';
@@ -47,6 +47,8 @@ export interface AgentInternals {
   readonly workerScript?: string;
   /** While draining, how long to wait for the last OutcomeAcks (default 10 s). */
   readonly flushTimeoutMs?: number;
+  /** How long the start queue may stand still before its leases are given back (default START_GRACE_MS; tests). */
+  readonly startGraceMs?: number;
   /** Replaces the session thread altogether (unit tests of this file script it). */
   readonly connect?: (config: SessionConfig, listeners: SessionListeners) => SessionChannel;
 }
@@ -74,12 +76,14 @@ export async function startAgentWith(options: AgentOptions, internals: AgentInte
     agentId: checked.agentId,
     tasks: checked.tasks,
     capacity: checked.capacity,
+    preDispatchQueue: checked.preDispatchQueue ?? defaultPreDispatchQueue(checked.capacity),
     token: checked.token,
     tls: readTls(checked.tls),
     trustMarginMs: checked.trustMarginMs,
     version: AGENT_VERSION,
     payloadSchemas: declaredSchemas(checked),
     flushTimeoutMs,
+    ...(internals.startGraceMs === undefined ? {} : { startGraceMs: internals.startGraceMs }),
   };
   const tracing = checked.tracing ?? tracingFromEnv('kairos-agent', AGENT_VERSION);
   if (tracing.enabled) logger.info('tracing on: run spans go to the exporter the OTEL_ environment names');
@@ -92,7 +96,7 @@ export async function startAgentWith(options: AgentOptions, internals: AgentInte
         : startSessionWorker(config, runtime, internals.workerScript);
   runtime.attach(channel);
   logger.info(
-    { coordinator: checked.coordinator, tasks: checked.tasks, capacity: checked.capacity, thread: internals.thread ?? 'worker' },
+    { coordinator: checked.coordinator, tasks: checked.tasks, capacity: checked.capacity, preDispatchQueue: config.preDispatchQueue, thread: internals.thread ?? 'worker' },
     'agent started',
   );
   return runtime;

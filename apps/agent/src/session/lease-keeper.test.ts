@@ -128,23 +128,26 @@ describe('LeaseKeeper', () => {
 });
 
 describe('LeaseKeeper: pre-dispatched (waiting) leases', () => {
+  /** Given back 500 ms after its start (the session's rule also looks at slots freeing). */
+  const grace = (startAt: number) => startAt + 500;
+
   it('holds a waiting lease until its start, renews it meanwhile, and offers it then', () => {
     const keeper = new LeaseKeeper(200);
     keeper.holdWaiting(A, 'sleep', 10_000, 1_000, offer(A), 3_000);
     keeper.holdWaiting(B, 'sleep', 10_000, 1_000, offer(B), 2_000);
     expect(keeper.size).toBe(2);
-    expect(keeper.nextStart()).toBe(2_000);
+    expect(keeper.nextStart(0, grace)).toBe(2_000);
     // Not an outcome, not fenced: nothing runs on it yet.
     expect(keeper.markFinished(A, done)).toBe(false);
     expect(keeper.fenceExpired(20_000, done)).toEqual([]);
     expect(keeper.applyRenewal(A, { kind: 'held', remainingMs: 10_000 }, 1_500)).toMatchObject({ kind: 'renewed' });
     expect(keeper.get(A)?.phase.kind).toBe('waiting');
-    expect(keeper.startDue(1_999)).toEqual([]);
-    expect(keeper.startDue(2_000)).toEqual([offer(B)]);
+    expect(keeper.startDue(1_999, 4)).toEqual({ offers: [], queued: 0 });
+    expect(keeper.startDue(2_000, 4)).toEqual({ offers: [offer(B)], queued: 0 });
     expect(keeper.get(B)?.phase.kind).toBe('offered');
-    expect(keeper.nextStart()).toBe(3_000);
-    expect(keeper.startDue(3_000)).toEqual([offer(A)]);
-    expect(keeper.nextStart()).toBeUndefined();
+    expect(keeper.nextStart(2_000, grace)).toBe(3_000);
+    expect(keeper.startDue(3_000, 4)).toEqual({ offers: [offer(A)], queued: 0 });
+    expect(keeper.nextStart(3_000, grace)).toBeUndefined();
   });
 
   it('gives a waiting lease back on Withdraw, never an offered one', () => {
@@ -172,7 +175,7 @@ describe('LeaseKeeper: pre-dispatched (waiting) leases', () => {
     keeper.holdWaiting(A, 'sleep', 10_000, 1_000, offer(A), 5_000);
     expect(keeper.markAborting(A)).toBeDefined();
     expect(keeper.finishUnstarted(A, { result: 'cancelled', error: 'aborted', finishedAtMs: 0 })).toBe(true);
-    expect(keeper.startDue(10_000)).toEqual([]);
+    expect(keeper.startDue(10_000, 4)).toEqual({ offers: [], queued: 0 });
   });
 
   it('a confirmed lease with its start ahead waits for it', () => {
@@ -182,6 +185,37 @@ describe('LeaseKeeper: pre-dispatched (waiting) leases', () => {
     expect(verdict).toMatchObject({ kind: 'confirmed', startAtDbMs: 1_893_456_000_000 });
     keeper.wait(A, offer(A), 4_000);
     expect(keeper.get(A)?.phase.kind).toBe('waiting');
-    expect(keeper.startDue(4_000)).toEqual([offer(A)]);
+    expect(keeper.startDue(4_000, 4)).toEqual({ offers: [offer(A)], queued: 0 });
+  });
+
+  it('the start queue: due leases beyond the free slots wait for one, earliest start first, and are given back after the grace', () => {
+    const keeper = new LeaseKeeper(200);
+    const C = { jobId: 'c', generation: 1n };
+    keeper.hold(B, 'sleep', 10_000, 1_000); // offered: takes one of the two slots
+    keeper.holdWaiting(A, 'sleep', 10_000, 1_000, offer(A), 2_010);
+    keeper.holdWaiting(C, 'sleep', 10_000, 1_000, offer(C), 2_000);
+    expect(keeper.handlerSlotsInUse()).toBe(1);
+    // One free slot at 2,010: the earlier start goes first, the other queues.
+    expect(keeper.startDue(2_010, 2 - keeper.handlerSlotsInUse())).toEqual({ offers: [offer(C)], queued: 1 });
+    expect(keeper.handlerSlotsInUse()).toBe(2);
+    expect(keeper.startDue(2_100, 0)).toEqual({ offers: [], queued: 1 });
+    // The timer's next instant is the end of its grace.
+    expect(keeper.nextStart(2_100, grace)).toBe(2_510);
+    expect(keeper.overdue(2_509, grace)).toEqual([]);
+    // A slot frees (an outcome): it starts.
+    keeper.markStarted(B, 2_200);
+    expect(keeper.markFinished(B, done)).toBe(true);
+    expect(keeper.startDue(2_300, 2 - keeper.handlerSlotsInUse())).toEqual({ offers: [offer(A)], queued: 0 });
+  });
+
+  it('a queued lease whose release instant comes without a slot is forgotten, to be given back', () => {
+    const keeper = new LeaseKeeper(200);
+    keeper.holdWaiting(A, 'sleep', 10_000, 1_000, offer(A), 2_000);
+    expect(keeper.startDue(2_000, 0)).toEqual({ offers: [], queued: 1 });
+    // The session's rule moves the instant while slots keep freeing; here it is fixed.
+    expect(keeper.nextStart(2_100, (startAt) => startAt + 900)).toBe(2_900);
+    expect(keeper.overdue(2_500, grace).map((lease) => lease.id)).toEqual(['a@1']);
+    expect(keeper.get(A)).toBeUndefined();
+    expect(keeper.nextStart(2_500, grace)).toBeUndefined();
   });
 });

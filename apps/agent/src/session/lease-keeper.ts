@@ -36,7 +36,11 @@
  *               here until then (the session's start timer), renewed like any
  *               lease. Never handed to the handler thread before its start, so
  *               until then the agent can give it back (Withdraw, drain, a
- *               window that runs out) knowing nothing ran.
+ *               window that runs out) knowing nothing ran. At its start it is
+ *               offered when the handler thread has a free slot; otherwise it
+ *               keeps waiting for one (the start queue, which may hold more
+ *               than the capacity) and is given back if none frees within a
+ *               grace (`overdue`).
  *   - offered:  assigned and handed to the handler thread, not yet known to
  *               have started. Only the handler thread may turn it into a
  *               release, because only it knows whether the handler was called.
@@ -44,7 +48,9 @@
  *   - finished: the run ended with a reportable result; the outcome is re-sent
  *               until an OutcomeAck arrives (on any stream).
  *   Every phase counts as held: all of them are listed in Hello and in every
- *   Heartbeat, and all of them take a slot of the agent's capacity.
+ *   Heartbeat. Offered and running leases take a slot of the handler thread;
+ *   the session holds at most `capacity` leases, plus its start queue of
+ *   waiting ones.
  *
  * Trust window (invariants)
  *   - trustedUntil = anchor + remaining − margin, where `anchor` is the
@@ -121,6 +127,11 @@ export interface HeldLease {
   aborting: boolean;
 }
 
+/** The start instant of a waiting lease (callers pass waiting leases only). */
+function startOf(lease: HeldLease): number {
+  return lease.phase.kind === 'waiting' ? lease.phase.startAt : Number.POSITIVE_INFINITY;
+}
+
 /** A lease status from a RenewReply, reduced to what the keeper needs. */
 export type RenewStatus =
   | { readonly kind: 'held'; readonly remainingMs: number; readonly abortRequested?: boolean }
@@ -195,23 +206,58 @@ export class LeaseKeeper {
     if (lease !== undefined && lease.phase.kind === 'offered') lease.phase = { kind: 'waiting', offer, startAt };
   }
 
-  /** Waiting leases whose start has come (`startAt <= now`): now offered; returns their offers. */
-  startDue(now: number): LeaseOffer[] {
-    const offers: LeaseOffer[] = [];
+  /**
+   * Waiting leases whose start has come (`startAt <= now`), earliest start
+   * first, at most `slots` of them: now offered; returns their offers, and
+   * how many of them stay waiting for a free slot (`queued`: the start queue).
+   */
+  startDue(now: number, slots: number): { offers: LeaseOffer[]; queued: number } {
+    const due: HeldLease[] = [];
     for (const lease of this.leases.values()) {
-      if (lease.phase.kind === 'waiting' && lease.phase.startAt <= now) {
-        offers.push(lease.phase.offer);
-        lease.phase = { kind: 'offered' };
-      }
+      if (lease.phase.kind === 'waiting' && lease.phase.startAt <= now) due.push(lease);
     }
-    return offers;
+    const take = Math.max(0, Math.min(slots, due.length));
+    if (take < due.length) due.sort((a, b) => startOf(a) - startOf(b));
+    const offers: LeaseOffer[] = [];
+    for (const lease of due.slice(0, take)) {
+      offers.push((lease.phase as Extract<LeasePhase, { kind: 'waiting' }>).offer);
+      lease.phase = { kind: 'offered' };
+    }
+    return { offers, queued: due.length - take };
   }
 
-  /** The earliest start among waiting leases (monotonic), undefined if none waits. */
-  nextStart(): number | undefined {
+  /** Leases the handler thread has (offered or running): each takes one of its slots. */
+  handlerSlotsInUse(): number {
+    let used = 0;
+    for (const lease of this.leases.values()) if (lease.phase.kind === 'offered' || lease.phase.kind === 'running') used++;
+    return used;
+  }
+
+  /**
+   * Waiting leases whose start has passed and whose `releaseAt(startAt)` has
+   * come without a free slot: forgotten and returned, to be given back so
+   * another agent runs them.
+   */
+  overdue(now: number, releaseAt: (startAt: number) => number): HeldLease[] {
+    const late: HeldLease[] = [];
+    for (const lease of this.leases.values()) {
+      if (lease.phase.kind === 'waiting' && lease.phase.startAt <= now && releaseAt(lease.phase.startAt) <= now) late.push(lease);
+    }
+    for (const lease of late) this.remove(lease);
+    return late;
+  }
+
+  /**
+   * When the start timer must next fire (monotonic), undefined if no lease
+   * waits: the earliest start still ahead, or for a lease whose start passed
+   * without a free slot, when it would be given back (`releaseAt`).
+   */
+  nextStart(now: number, releaseAt: (startAt: number) => number): number | undefined {
     let earliest: number | undefined;
     for (const lease of this.leases.values()) {
-      if (lease.phase.kind === 'waiting' && (earliest === undefined || lease.phase.startAt < earliest)) earliest = lease.phase.startAt;
+      if (lease.phase.kind !== 'waiting') continue;
+      const at = lease.phase.startAt > now ? lease.phase.startAt : releaseAt(lease.phase.startAt);
+      if (earliest === undefined || at < earliest) earliest = at;
     }
     return earliest;
   }

@@ -8,7 +8,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { HandlerResult, LeaseLostReason, OutcomeAckResult, type LeaseRef } from '@kairos/proto';
 import { pino } from 'pino';
-import { startAgentWith, type RunningAgent } from '../runtime/agent';
+import { startAgentWith, type AgentInternals, type RunningAgent } from '../runtime/agent';
 import { AGENT_VERSION, type AgentOptions } from '../config';
 import { TaskAbortedError } from '../sdk';
 import { ControlledTask } from '../test-support/controlled-task';
@@ -24,6 +24,7 @@ afterEach(async () => {
 interface SetupOptions {
   readonly agent?: Partial<AgentOptions>;
   readonly fake?: FakeCoordinatorOptions;
+  readonly internals?: Pick<AgentInternals, 'startGraceMs'>;
 }
 
 async function setup(options: SetupOptions = {}) {
@@ -43,7 +44,7 @@ async function setup(options: SetupOptions = {}) {
       logger: pino({ level: 'silent' }),
       ...options.agent,
     },
-    { thread: 'inline', flushTimeoutMs: 2_000 },
+    { thread: 'inline', flushTimeoutMs: 2_000, ...options.internals },
   );
   cleanups.push(() => agent.close());
   const log = new EventLog(agent.events);
@@ -397,6 +398,61 @@ describe('agent session', () => {
     await log.wait('disconnected');
     expect(await log.wait('lease-lost', (i) => i.jobId === 'stranded', { timeoutMs: 3_000 })).toMatchObject({ source: 'trust-window' });
     expect((controlled.run('stranded').abortReason as TaskAbortedError).kind).toBe('lease-lost');
+  });
+
+  describe('pre-dispatched assignments and the start queue', () => {
+    it('starts one whose start has already passed on arrival at once', async () => {
+      // With a 60 s grace, a start put off until the grace ends would time this test out.
+      const { log, stream } = await setup({ internals: { startGraceMs: 60_000 } });
+      stream.assign({ jobId: 'late', task: 'controlled', startAtMs: Date.now() - 1_000 });
+      await log.wait('started', (i) => i.jobId === 'late');
+      expect(stream.releases()).toEqual([]);
+    });
+
+    it('holds pre-dispatched leases beyond its capacity and starts each as a slot frees, earliest start first', async () => {
+      // A start queue that never gives up (60 s): this test is about order, not the grace.
+      const { log, controlled, stream } = await setup({ agent: { capacity: 1, preDispatchQueue: 2 }, internals: { startGraceMs: 60_000 } });
+      const at = Date.now() + 300;
+      stream.assign(
+        { jobId: 'q3', task: 'controlled', startAtMs: at + 2 },
+        { jobId: 'q1', task: 'controlled', startAtMs: at },
+        { jobId: 'q2', task: 'controlled', startAtMs: at + 1 },
+        { jobId: 'q4', task: 'controlled', startAtMs: at + 3 },
+      );
+      // Capacity 1 + queue 2: the fourth is refused on arrival.
+      await waitFor('a release', () => stream.releases().length >= 1);
+      expect(stream.releases().map((r) => r.jobId)).toEqual(['q4']);
+      expect(log.find('released', (i) => i.jobId === 'q4')?.reason).toBe('over capacity and start queue (3)');
+      // The three held are renewed like any lease while they wait.
+      await heartbeatsPass(stream, 1);
+      expect(refs(stream.heartbeats().at(-1)?.leases ?? []).map((l) => l.jobId)).toEqual(['q1', 'q2', 'q3']);
+      for (const [jobId, next] of [['q1', 'q2'], ['q2', 'q3']] as const) {
+        await log.wait('started', (i) => i.jobId === jobId);
+        // One slot: the next waits, started only once this one ends.
+        await heartbeatsPass(stream, 1);
+        expect(log.find('started', (i) => i.jobId === next)).toBeUndefined();
+        expect(Date.now()).toBeGreaterThanOrEqual(at);
+        controlled.finish(jobId);
+      }
+      await log.wait('started', (i) => i.jobId === 'q3');
+      controlled.finish('q3');
+      await log.wait('outcome-acked', (i) => i.jobId === 'q3');
+      expect(stream.releases().map((r) => r.jobId)).toEqual(['q4']);
+    });
+
+    it('gives back the queued leases once the queue stops moving, never starting them', async () => {
+      const { log, controlled, stream } = await setup({ agent: { capacity: 1, preDispatchQueue: 2 }, internals: { startGraceMs: 200 } });
+      const at = Date.now() + 100;
+      stream.assign({ jobId: 'busy', task: 'controlled', startAtMs: at }, { jobId: 'stuck', task: 'controlled', startAtMs: at + 1 });
+      await log.wait('started', (i) => i.jobId === 'busy');
+      // No slot frees: 200 ms after its start the queued lease goes back.
+      const released = await log.wait('released', (i) => i.jobId === 'stuck');
+      expect(released.reason).toBe('no free slot: the start queue did not move for 200 ms');
+      expect(stream.releases().map((r) => r.jobId)).toEqual(['stuck']);
+      controlled.finish('busy');
+      await log.wait('outcome-acked', (i) => i.jobId === 'busy');
+      expect(log.find('started', (i) => i.jobId === 'stuck')).toBeUndefined();
+    });
   });
 
   it('releases assignments beyond its capacity or for tasks it does not serve', async () => {

@@ -106,6 +106,12 @@ export interface SessionConfig {
   readonly agentId: string;
   readonly tasks: readonly string[];
   readonly capacity: number;
+  /**
+   * Pre-dispatched leases held beyond `capacity` (Hello.pre_dispatch_queue):
+   * waiting for their start, then for a free slot while slots keep freeing
+   * (START_GRACE_MS). Unset: none.
+   */
+  readonly preDispatchQueue?: number;
   readonly token?: string | undefined;
   /**
    * TLS to the coordinator, as PEM text (the session may run in a worker
@@ -119,6 +125,8 @@ export interface SessionConfig {
   readonly payloadSchemas?: ReadonlyArray<{ readonly task: string; readonly jsonSchema: string }>;
   /** While draining, how long to wait for the last OutcomeAcks once every handler has ended. */
   readonly flushTimeoutMs: number;
+  /** How long the start queue may stand still before its leases are given back; default START_GRACE_MS. */
+  readonly startGraceMs?: number;
 }
 
 /** The handler-thread side, as the session sees it. */
@@ -179,6 +187,16 @@ type WorkMode =
 const OUTCOMES_PER_MESSAGE = 256;
 /** How long a half-closed stream may take to finish before it is cancelled. */
 const CLOSE_WAIT_MS = 1_000;
+/**
+ * A pre-dispatched lease whose start has come waits for a free slot of the
+ * handler thread (the start queue) while slots keep freeing: it is given back,
+ * so that another agent runs it instead of this busy one, once no slot has
+ * freed for START_GRACE_MS since its start, and in any case START_WAIT_MAX_MS
+ * after its start. A spike of short jobs drains through the queue; a queue
+ * behind long runs is handed back within half a second.
+ */
+export const START_GRACE_MS = 500;
+export const START_WAIT_MAX_MS = 5_000;
 /** A stream not welcomed within this time is dropped and dialled again (a hung coordinator). */
 const HANDSHAKE_TIMEOUT_MS = 5_000;
 
@@ -195,8 +213,19 @@ export class AgentSession {
   /** Streams we half-closed after a coordinator Drain, until their status arrives. */
   private readonly retired = new Set<StreamLink>();
   private trustTimer: NodeJS.Timeout | undefined;
-  /** Fires at the earliest start of a waiting (pre-dispatched) lease. */
+  /** Fires at the earliest start of a waiting (pre-dispatched) lease, or at the end of a queued one's grace. */
   private startTimer: NodeJS.Timeout | undefined;
+  /** Some waiting lease's start has come but found no free slot: a slot that frees starts it. */
+  private startsBlocked = false;
+  private startSoon = false;
+  /** Monotonic time a handler-thread slot last freed (an outcome or a release arrived). */
+  private lastSlotFreedAt = Number.NEGATIVE_INFINITY;
+  /** When a queued lease whose start was `startAt` is given back if no slot frees first (START_GRACE_MS). */
+  private readonly releaseAt = (startAt: number): number =>
+    Math.min(startAt + Math.max(START_WAIT_MAX_MS, this.startGraceMs), Math.max(startAt, this.lastSlotFreedAt) + this.startGraceMs);
+  private get startGraceMs(): number {
+    return this.config.startGraceMs ?? START_GRACE_MS;
+  }
   /** This thread's clock against the database's, from Welcome and RenewReply (pre-dispatch). */
   private readonly dbOffset = new DbOffset();
   private outcomeFlushPending = false;
@@ -268,10 +297,12 @@ export class AgentSession {
           return;
         }
         this.scheduleOutcomeFlush();
+        this.slotFreed();
         return;
       }
       case 'release':
         this.release(message.lease, message.reason);
+        this.slotFreed();
         return;
       case 'drain':
         if (this.work.kind !== 'accepting') return;
@@ -340,6 +371,7 @@ export class AgentSession {
           version: this.config.version,
           payloadSchemas: (this.config.payloadSchemas ?? []).map((schema) => ({ task: schema.task, jsonSchema: schema.jsonSchema })),
           preDispatch: true,
+          preDispatchQueue: this.config.preDispatchQueue ?? 0,
         },
       },
       {
@@ -555,7 +587,8 @@ export class AgentSession {
         confirm = true;
         continue;
       }
-      if (startAt > receivedAt) {
+      if (assignment.startAtMs > 0) {
+        // Pre-dispatched: started at its instant when a slot is free (startDue), also when that has passed.
         this.keeper.holdWaiting(key, assignment.task, assignment.leaseRemainingMs, anchoredAt, offerOf(assignment), startAt);
         this.log('debug', { lease: leaseId(key), startInMs: Math.round(startAt - receivedAt), clockErrorMs: Number(this.dbOffset.errorMs.toFixed(2)) }, 'pre-dispatched: waiting for its start');
         continue;
@@ -570,27 +603,60 @@ export class AgentSession {
   }
 
   /**
-   * Arms one timer for the earliest start among waiting (pre-dispatched) leases: called where leases
-   * start waiting. One that stops waiting otherwise (withdrawn, aborted, lost, drained) needs no call:
-   * the timer then finds nothing due and re-arms for the next.
+   * Arms one timer for the earliest start among waiting (pre-dispatched) leases, or the end of the
+   * grace of one whose start found no free slot: called where leases start waiting. One that stops
+   * waiting otherwise (withdrawn, aborted, lost, drained) needs no call: the timer then finds nothing
+   * due and re-arms for the next.
    */
   private scheduleStart(): void {
     if (this.startTimer !== undefined) clearTimeout(this.startTimer);
     this.startTimer = undefined;
     if (this.state.kind === 'closed') return;
-    const startAt = this.keeper.nextStart();
-    if (startAt === undefined) return;
+    const now = this.now();
+    // A lease whose start has come is tried at once, unless the queue is known to be waiting for a slot
+    // (then a slot that frees starts it, and the timer is for giving it back).
+    const at = this.keeper.nextStart(now, this.startsBlocked ? this.releaseAt : () => now);
+    if (at === undefined) return;
     // Whole milliseconds, rounded up: a timer may fire up to a millisecond before its delay,
     // and startDue only takes what is due, so an early firing re-arms for the rest.
-    this.startTimer = setTimeout(() => this.startDue(), Math.max(0, Math.ceil(startAt - this.now())));
+    this.startTimer = setTimeout(() => this.startDue(), Math.max(0, Math.ceil(at - now)));
   }
 
-  /** Offers every waiting lease whose start has come, in one turn. */
+  /**
+   * Offers the waiting leases whose start has come, as many as the handler
+   * thread has free slots, earliest first, in one turn; gives back those the
+   * queue stopped moving for (START_GRACE_MS).
+   */
   private startDue(): void {
     this.startTimer = undefined;
     const now = this.now();
-    for (const offer of this.keeper.startDue(now)) this.host.post({ type: 'offer', lease: offer });
+    const { offers, queued } = this.keeper.startDue(now, this.config.capacity - this.keeper.handlerSlotsInUse());
+    for (const offer of offers) this.host.post({ type: 'offer', lease: offer });
+    this.startsBlocked = queued > 0;
+    if (queued > 0) {
+      const late = this.keeper.overdue(now, this.releaseAt);
+      if (late.length > 0) {
+        const reason = `no free slot: the start queue did not move for ${this.startGraceMs} ms`;
+        this.giveBack(this.activeLink(), late.map((lease) => ({ key: lease.key, reason })), 'lease');
+        this.startsBlocked = queued > late.length;
+        this.afterLeaseChange();
+      }
+    }
     this.scheduleStart();
+  }
+
+  /**
+   * A handler-thread slot freed (an outcome or a release arrived): a lease
+   * queued for a slot starts, once per turn however many freed in it.
+   */
+  private slotFreed(): void {
+    this.lastSlotFreedAt = this.now();
+    if (!this.startsBlocked || this.startSoon) return;
+    this.startSoon = true;
+    queueMicrotask(() => {
+      this.startSoon = false;
+      if (this.state.kind !== 'closed') this.startDue();
+    });
   }
 
   /**
@@ -615,7 +681,12 @@ export class AgentSession {
   private refusal(assignment: Assignment): string | undefined {
     if (this.work.kind !== 'accepting') return 'agent is draining';
     if (!this.tasks.has(assignment.task)) return `task "${assignment.task}" is not served by this agent`;
-    if (this.keeper.size >= this.config.capacity) return `over capacity (${this.config.capacity})`;
+    if (assignment.startAtMs > 0) {
+      const limit = this.config.capacity + (this.config.preDispatchQueue ?? 0);
+      if (this.keeper.size >= limit) return `over capacity and start queue (${limit})`;
+    } else if (this.keeper.size >= this.config.capacity) {
+      return `over capacity (${this.config.capacity})`;
+    }
     return undefined;
   }
 
@@ -640,9 +711,12 @@ export class AgentSession {
       if (verdict.kind === 'lost') this.lose(verdict.lease, verdict.reason, 'renew-reply');
       if (verdict.kind === 'confirmed') {
         this.log('debug', { lease: verdict.lease.id }, 'assignment confirmed by a renewal');
-        const startAt = verdict.startAtDbMs > 0 ? this.dbOffset.toLocal(verdict.startAtDbMs) : undefined;
-        if (startAt !== undefined && startAt > this.now()) this.keeper.wait(key, verdict.offer, startAt);
-        else this.host.post({ type: 'offer', lease: verdict.offer });
+        if (verdict.startAtDbMs > 0) {
+          // Pre-dispatched: waits for its start and a free slot like any other (startDue).
+          this.keeper.wait(key, verdict.offer, this.dbOffset.toLocal(verdict.startAtDbMs) ?? this.now());
+        } else {
+          this.host.post({ type: 'offer', lease: verdict.offer });
+        }
       }
       // Also when the verdict is `ignored` (an older reply): an abort is news whatever the anchor.
       if (aborted) this.abortRun(key, 'renew-reply');

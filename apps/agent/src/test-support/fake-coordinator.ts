@@ -70,6 +70,8 @@ export interface AssignmentSpec {
   readonly scheduledFor?: Date;
   /** Trust anchor; default: the newest heartbeat this stream received (as the real coordinator does). */
   readonly anchorSeq?: bigint;
+  /** Pre-dispatch: when to start, by the fake's database clock (its wall clock, Date.now()); default 0: at once. */
+  readonly startAtMs?: number;
 }
 
 export class FakeStream {
@@ -187,7 +189,8 @@ export class FakeStream {
         this.send({
           kind: {
             case: 'welcome',
-            value: { coordinatorId: this.fake.coordinatorId, leaseMs: this.fake.leaseMs, heartbeatIntervalMs: this.fake.heartbeatIntervalMs },
+            // The fake's database clock is its wall clock, read exactly (no error, nothing held back).
+            value: { coordinatorId: this.fake.coordinatorId, leaseMs: this.fake.leaseMs, heartbeatIntervalMs: this.fake.heartbeatIntervalMs, dbTimeMs: Date.now() },
           },
         });
         if (kind.value.heldLeases.length > 0) this.renewReply(0n, kind.value.heldLeases);
@@ -222,7 +225,7 @@ export class FakeStream {
       }
       else if (decision.kind === 'lost') statuses.push({ ...ref, state: { case: 'lost', value: { reason: decision.reason } } });
     }
-    this.send({ kind: { case: 'renewReply', value: { seq, statuses } } });
+    this.send({ kind: { case: 'renewReply', value: { seq, statuses, dbTimeMs: Date.now() } } });
   }
 }
 
@@ -307,6 +310,7 @@ export class FakeCoordinator {
       timeoutMs: spec.timeoutMs ?? 0,
       scheduledFor: timestampFromDate(spec.scheduledFor ?? new Date()),
       anchorSeq: spec.anchorSeq ?? 0n,
+      startAtMs: spec.startAtMs ?? 0,
     };
   }
 

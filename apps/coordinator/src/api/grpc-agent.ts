@@ -51,9 +51,12 @@ const MAX_TASKS = 100;
 const MAX_TASK_CHARS = 100;
 const MAX_AGENT_ID_CHARS = 200;
 
-/** Most leases one Hello, Heartbeat, Outcomes or Release may name: an agent holds at most its capacity. */
-export function maxLeasesPerMessage(capacity: number): number {
-  return capacity * 2 + 16;
+/** Most pre-dispatched leases an agent may hold beyond its capacity (Hello.pre_dispatch_queue). */
+export const MAX_PREDISPATCH_QUEUE = 10_000;
+
+/** Most leases one Hello, Heartbeat, Outcomes or Release may name: an agent holds at most its capacity and start queue. */
+export function maxLeasesPerMessage(capacity: number, queue = 0): number {
+  return (capacity + queue) * 2 + 16;
 }
 
 export interface AgentStreamDeps {
@@ -132,9 +135,9 @@ export function connectHandler(deps: AgentStreamDeps) {
     };
     /** A message naming more leases than the agent can hold is a broken peer: the stream ends. */
     const tooMany = (field: string, count: number, agent: AgentInfo): boolean => {
-      const limit = maxLeasesPerMessage(agent.capacity);
+      const limit = maxLeasesPerMessage(agent.capacity, agent.preDispatchQueue);
       if (count <= limit) return false;
-      fail(status.INVALID_ARGUMENT, `${field} names ${count} leases; at most ${limit} for capacity ${agent.capacity}`);
+      fail(status.INVALID_ARGUMENT, `${field} names ${count} leases; at most ${limit} for capacity ${agent.capacity} and start queue ${agent.preDispatchQueue}`);
       return true;
     };
 
@@ -157,6 +160,7 @@ export function connectHandler(deps: AgentStreamDeps) {
           capacity: hello.capacity,
           version: hello.version.slice(0, 100),
           preDispatch: hello.preDispatch,
+          preDispatchQueue: hello.preDispatch ? hello.preDispatchQueue : 0,
         };
       } catch (error: unknown) {
         return fail(...refusal(error));
@@ -306,11 +310,12 @@ function checkHello(hello: Hello): string | undefined {
     return `hello.agent_id must be 1..${MAX_AGENT_ID_CHARS} characters`;
   }
   if (hello.capacity < 1 || hello.capacity > MAX_CAPACITY) return `hello.capacity must be 1..${MAX_CAPACITY}`;
+  if (hello.preDispatchQueue > MAX_PREDISPATCH_QUEUE) return `hello.pre_dispatch_queue must be 0..${MAX_PREDISPATCH_QUEUE}`;
   if (hello.tasks.length > MAX_TASKS) return `hello.tasks must name at most ${MAX_TASKS} tasks`;
   if (hello.tasks.some((task) => task.length > MAX_TASK_CHARS)) {
     return `hello.tasks entries must be at most ${MAX_TASK_CHARS} characters`;
   }
-  const limit = maxLeasesPerMessage(hello.capacity);
+  const limit = maxLeasesPerMessage(hello.capacity, hello.preDispatch ? hello.preDispatchQueue : 0);
   if (hello.heldLeases.length > limit) {
     return `hello.held_leases names ${hello.heldLeases.length} leases; at most ${limit} for capacity ${hello.capacity}`;
   }

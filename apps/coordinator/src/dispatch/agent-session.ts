@@ -28,6 +28,8 @@ export interface AgentInfo {
   version: string;
   /** The agent announced Hello.pre_dispatch: it may be handed jobs ahead of their due instant. */
   preDispatch: boolean;
+  /** Hello.pre_dispatch_queue (0 without pre_dispatch): pre-dispatched leases it holds beyond its capacity. */
+  preDispatchQueue: number;
 }
 
 /**
@@ -74,6 +76,12 @@ export interface AgentSession {
    * leave a phantom lease occupying a slot.
    */
   readonly held: Map<string, HeldLease>;
+  /**
+   * Held leases assigned ahead of their start, by leaseKey, with their start
+   * on this process's monotonic clock: until then they do not keep the
+   * agent's slots busy (see `busySlots`). Pruned as starts pass.
+   */
+  readonly ahead: Map<string, number>;
   send(message: CoordinatorMessageInit): void;
   end(): void;
   /** Ends the stream with a status (set by api/grpc-agent.ts): used when a newer stream of the same agent replaces it. */
@@ -91,6 +99,7 @@ export function createSession(call: ServerDuplexStream<AgentMessage, Coordinator
     lastSeenMs: performance.now(),
     lastHeartbeatSeq: 0n,
     held: new Map(),
+    ahead: new Map(),
     send(message) {
       if (this.state.kind === 'closed') return;
       try {
@@ -129,6 +138,18 @@ export function drainSessions(sessions: readonly AgentSession[], graceMs: number
 
 export function freeSlots(session: AgentSession): number {
   return session.state.kind === 'active' ? Math.max(0, session.state.agent.capacity - session.held.size) : 0;
+}
+
+/**
+ * Slots of the agent busy now or due to be: held leases, less those assigned
+ * ahead whose start has not come. Prunes `ahead` of passed starts and of
+ * leases no longer held.
+ */
+export function busySlots(session: AgentSession, now: number = performance.now()): number {
+  for (const [key, startAt] of session.ahead) {
+    if (startAt <= now || !session.held.has(key)) session.ahead.delete(key);
+  }
+  return session.held.size - session.ahead.size;
 }
 
 export function leaseKey(jobId: string, generation: number | bigint): string {

@@ -18,12 +18,13 @@ import { createDispatcher, type Dispatcher } from './dispatcher';
 function session(agentId: string, tasks: string[], sent: CoordinatorMessageInit[] = []): AgentSession {
   return {
     sessionId: Number(agentId.replace(/\D/g, '') || 0),
-    state: { kind: 'active', agent: { agentId, namespace: 'default', tokenId: null, tasks, capacity: 4, version: 'test', preDispatch: false } },
+    state: { kind: 'active', agent: { agentId, namespace: 'default', tokenId: null, tasks, capacity: 4, version: 'test', preDispatch: false, preDispatchQueue: 0 } },
     connectedAt: new Date(),
     lastHeartbeatAt: null,
     lastSeenMs: performance.now(),
     lastHeartbeatSeq: 0n,
     held: new Map(),
+    ahead: new Map(),
     send: (message) => void sent.push(message),
     end: () => undefined,
   };

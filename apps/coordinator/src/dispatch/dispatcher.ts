@@ -51,7 +51,7 @@ import { toAssignment, toWireLease, type CompletionWithoutHolder } from '../api/
 import type { CoordinatorOptions } from '../config';
 import type { AgentView } from '../api/views';
 import type { Metrics } from '../metrics';
-import { agentOf, freeSlots, leaseKey, type AgentInfo, type AgentSession } from './agent-session';
+import { agentOf, busySlots, freeSlots, leaseKey, type AgentInfo, type AgentSession } from './agent-session';
 import { createAgentStandings } from './agent-standing';
 import type { DbClock } from './db-clock';
 import { groupCommit } from './group-commit';
@@ -149,6 +149,27 @@ export function createDispatcher(deps: {
     if (!Number.isFinite(deps.dbClock?.errorMs() ?? Number.POSITIVE_INFINITY)) return 0;
     return Math.floor((options.preDispatchMs * free) / agent.capacity);
   }
+
+  /**
+   * The agent's start queue (Hello.pre_dispatch_queue): how many more leases
+   * it may hold for jobs not yet due, beyond its capacity, and the look-ahead
+   * for them, both scaled by the share of its slots that will be idle (held
+   * leases whose start has not come do not count as busy). Nothing for an agent on
+   * probation, one whose slots are all busy (it could not start them), or
+   * before the database clock has been read.
+   */
+  function queueFor(session: AgentSession): { room: number; horizonMs: number } {
+    const agent = agentOf(session);
+    const none = { room: 0, horizonMs: 0 };
+    if (session.state.kind !== 'active' || !agent?.preDispatch || agent.preDispatchQueue <= 0 || options.preDispatchMs <= 0) return none;
+    if (rankOf(session) > 0 || !Number.isFinite(deps.dbClock?.errorMs() ?? Number.POSITIVE_INFINITY)) return none;
+    const idle = agent.capacity - busySlots(session);
+    if (idle <= 0) return none;
+    // The queue, too, in proportion to the idle slots: a mostly busy agent is not handed work it would give back.
+    const room = agent.capacity + Math.floor((agent.preDispatchQueue * idle) / agent.capacity) - session.held.size;
+    if (room <= 0) return none;
+    return { room, horizonMs: Math.floor((options.preDispatchMs * idle) / agent.capacity) };
+  }
   /** Jobs claimed in the current round (read by scheduleNextWake). */
   let claimedThisRound = 0;
 
@@ -208,7 +229,7 @@ export function createDispatcher(deps: {
     const silentSince = performance.now() - 2 * heartbeatIntervalMs;
     // Agents on probation come after every agent in good standing.
     const candidates = [...sessions]
-      .filter((s) => slotsFor(s) > 0 && s.lastSeenMs >= silentSince)
+      .filter((s) => (slotsFor(s) > 0 || queueFor(s).room > 0) && s.lastSeenMs >= silentSince)
       .sort(
         (a, b) =>
           rankOf(a) - rankOf(b) || load(a) - load(b) || (lastAssigned.get(a) ?? 0) - (lastAssigned.get(b) ?? 0),
@@ -221,6 +242,8 @@ export function createDispatcher(deps: {
     // p99 went from 0.4 to 3.1 s, PostgreSQL's CPU from 0.1 to 5.9 s).
     const exhausted = new Set<string>();
     const busy = new Set<string>();
+    // The same for start-queue claims (jobs not yet due, beyond free slots).
+    const aheadExhausted = new Set<string>();
     let queue = candidates;
     while (queue.length > 0 && !stopped) {
       const batch: AgentSession[] = [];
@@ -230,7 +253,7 @@ export function createDispatcher(deps: {
         const agent = agentOf(session);
         if (!agent) continue;
         const key = claimKey(agent);
-        if (exhausted.has(key)) continue;
+        if (exhausted.has(key) && aheadExhausted.has(key)) continue;
         if (batch.length < parallel && (busy.has(key) || !probing.has(key))) {
           batch.push(session);
           probing.add(key);
@@ -238,7 +261,12 @@ export function createDispatcher(deps: {
           rest.push(session);
         }
       }
-      await Promise.all(batch.map((session) => claimFor(session, exhausted, busy)));
+      await Promise.all(
+        batch.map(async (session) => {
+          await claimFor(session, exhausted, busy);
+          await claimAhead(session, aheadExhausted);
+        }),
+      );
       queue = rest;
     }
   }
@@ -251,7 +279,7 @@ export function createDispatcher(deps: {
     return key;
   }
 
-  /** Claims for one agent; records in `exhausted` or `busy` what the claim says of its key. */
+  /** Claims for one agent's free slots; records in `exhausted` or `busy` what the claim says of its key. */
   async function claimFor(session: AgentSession, exhausted: Set<string>, busy: Set<string>): Promise<void> {
     const agent = agentOf(session);
     const free = slotsFor(session);
@@ -259,7 +287,36 @@ export function createDispatcher(deps: {
     const key = claimKey(agent);
     if (exhausted.has(key)) return;
     const limit = Math.min(free, options.claimBatch);
-    const horizonMs = horizonFor(session, free);
+    const claimed = await claimAndAssign(session, agent, { limit, horizonMs: horizonFor(session, free) });
+    if (claimed < limit) exhausted.add(key);
+    else busy.add(key);
+    if (claimed === free) again = true; // it may have more due; look again after this round
+  }
+
+  /**
+   * Fills one agent's start queue once its free slots are taken: jobs not yet
+   * due, within the queue's look-ahead (queueFor). A claim that comes back
+   * short says nothing more is ahead for the agent's key this round.
+   */
+  async function claimAhead(session: AgentSession, exhausted: Set<string>): Promise<void> {
+    const agent = agentOf(session);
+    if (!agent || slotsFor(session) > 0) return;
+    const key = claimKey(agent);
+    if (exhausted.has(key)) return;
+    const { room, horizonMs } = queueFor(session);
+    if (room === 0 || horizonMs === 0) return;
+    const limit = Math.min(room, options.claimBatch);
+    const claimed = await claimAndAssign(session, agent, { limit, horizonMs, futureOnly: true });
+    if (claimed < limit) exhausted.add(key);
+    else again = true;
+  }
+
+  /** One claim statement for `agent`, and its assignments sent; returns how many were claimed. */
+  async function claimAndAssign(
+    session: AgentSession,
+    agent: AgentInfo,
+    scope: { limit: number; horizonMs: number; futureOnly?: boolean },
+  ): Promise<number> {
     // Read before claiming: the agent sent this heartbeat before the claim happened.
     const anchorSeq = session.lastHeartbeatSeq;
     const claimed = await store.lease.claimDue({
@@ -267,15 +324,12 @@ export function createDispatcher(deps: {
       tokenId: agent.tokenId,
       namespace: agent.namespace,
       tasks: agent.tasks,
-      limit,
       leaseMs: options.leaseMs,
       misfireThresholdMs: options.misfireThresholdMs,
-      horizonMs,
+      ...scope,
     });
     claimedThisRound += claimed.length;
-    if (claimed.length < limit) exhausted.add(key);
-    else busy.add(key);
-    if (claimed.length === 0) return;
+    if (claimed.length === 0) return 0;
     metrics.claims.inc(claimed.length);
     let early = 0;
     for (const job of claimed) {
@@ -286,16 +340,18 @@ export function createDispatcher(deps: {
     if (session.state.kind !== 'active') {
       // The agent went away (or started draining) while we claimed: give the jobs back.
       await store.lease.release(heldBy(agent, claimed.map(toLeaseRef)), 'agent left before assignment');
-      return;
+      return claimed.length;
     }
     const seenAtMs = performance.now();
     lastAssigned.set(session, seenAtMs);
     for (const job of claimed) {
-      session.held.set(leaseKey(job.jobId, job.leaseGeneration), { ...toLeaseRef(job), seenAtMs, named: false });
+      const key = leaseKey(job.jobId, job.leaseGeneration);
+      session.held.set(key, { ...toLeaseRef(job), seenAtMs, named: false });
+      if (job.dueAtMs > job.claimedAtMs) session.ahead.set(key, seenAtMs + (job.dueAtMs - job.claimedAtMs));
     }
     const assignments = tracing.enabled ? claimed.map((job) => tracedAssignment(job, anchorSeq, agent.agentId)) : claimed.map((job) => toAssignment(job, anchorSeq));
     session.send({ kind: { case: 'assignments', value: { assignments } } });
-    if (claimed.length === free) again = true; // it may have more due; look again after this round
+    return claimed.length;
   }
 
   /** The assignment of a claimed run, with a span for its claim (child of the job's creation) whose context it carries. */
@@ -325,9 +381,10 @@ export function createDispatcher(deps: {
     let lookAheadMs = 0;
     for (const session of sessions) {
       const free = slotsFor(session);
-      if (free === 0) continue;
+      const ahead = free === 0 ? queueFor(session).horizonMs : 0;
+      if (free === 0 && ahead === 0) continue;
       for (const task of agentOf(session)?.tasks ?? []) tasks.add(task);
-      lookAheadMs = Math.max(lookAheadMs, horizonFor(session, free));
+      lookAheadMs = Math.max(lookAheadMs, free > 0 ? horizonFor(session, free) : ahead);
     }
     // A round that claimed nothing with its look-ahead would only repeat: wait for the due instant itself.
     const claimedBefore = claimedThisRound;

@@ -33,6 +33,12 @@ export interface ClaimRequest {
    * next_run_at).
    */
   horizonMs?: number;
+  /**
+   * Only jobs not yet due (due within `horizonMs`): the claim of an agent's
+   * start queue, which holds pre-dispatched leases beyond its free slots. Due
+   * jobs are never claimed this way, so a backlog only ever goes to free slots.
+   */
+  futureOnly?: boolean;
   now?: Date;
 }
 
@@ -80,7 +86,8 @@ export interface ClaimedJob {
  *
  * Pre-dispatch (`horizonMs`): rows due within the horizon are claimed too, due
  * ones first; a run's `started_at` is its due instant when that is later than
- * the claim (the agent starts it then). Rows a withdrawal holds for a user's
+ * the claim (the agent starts it then). `futureOnly` ($10) starts the index
+ * range after the present instead: only rows not yet due. Rows a withdrawal holds for a user's
  * change (`held_until`, lease/withdraw.ts) are skipped until the hold ends.
  *
  * Planner note: the `due` CTE must read the partial index jobs_due_next_run_at_idx
@@ -98,6 +105,7 @@ export const CLAIM_SQL = `
 WITH due AS MATERIALIZED (
   SELECT id FROM jobs
   WHERE state = 'DUE' AND next_run_at <= (SELECT ${NOW(1)} + make_interval(secs => $9::double precision / 1000))
+    AND next_run_at > (SELECT CASE WHEN $10::boolean THEN ${NOW(1)} ELSE '-infinity'::timestamptz END)
     AND task = ANY($2::text[]) AND namespace = $7
     AND NOT (misfire_policy = 'skip' AND schedule IS NOT NULL AND next_reason IS NULL
              AND next_run_at < ${NOW(1)} - make_interval(secs => $6::double precision / 1000))
@@ -146,6 +154,7 @@ export async function claimDue(pool: Pool, request: ClaimRequest): Promise<Claim
     request.namespace,
     request.tokenId,
     Math.max(0, request.horizonMs ?? 0),
+    request.futureOnly === true,
   ]);
   return rows.map((row) => ({
     jobId: row.id,

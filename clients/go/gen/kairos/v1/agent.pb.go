@@ -501,9 +501,17 @@ type Hello struct {
 	// database's, measured on Welcome and RenewReply.db_time_ms) and answers
 	// Withdraw. A coordinator pre-dispatches only to agents that set it; others
 	// get jobs once they are due, as before.
-	PreDispatch   bool `protobuf:"varint,7,opt,name=pre_dispatch,json=preDispatch,proto3" json:"pre_dispatch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PreDispatch bool `protobuf:"varint,7,opt,name=pre_dispatch,json=preDispatch,proto3" json:"pre_dispatch,omitempty"`
+	// With pre_dispatch: how many pre-dispatched leases the agent holds beyond
+	// `capacity` (its start queue). A coordinator fills free slots first and
+	// then, for jobs not yet due, up to `capacity + pre_dispatch_queue` held
+	// leases. At a job's start instant the agent starts it when a slot is free;
+	// one that finds no free slot within a short grace is given back with
+	// Release, so a busy agent never sits on due work. 0: none (held leases
+	// never exceed capacity).
+	PreDispatchQueue uint32 `protobuf:"varint,8,opt,name=pre_dispatch_queue,json=preDispatchQueue,proto3" json:"pre_dispatch_queue,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Hello) Reset() {
@@ -583,6 +591,13 @@ func (x *Hello) GetPreDispatch() bool {
 		return x.PreDispatch
 	}
 	return false
+}
+
+func (x *Hello) GetPreDispatchQueue() uint32 {
+	if x != nil {
+		return x.PreDispatchQueue
+	}
+	return 0
 }
 
 // The payload schema one task's handler declared.
@@ -2040,7 +2055,7 @@ const file_kairos_v1_agent_proto_rawDesc = "" +
 	"\arelease\x18\x04 \x01(\v2\x12.kairos.v1.ReleaseH\x00R\arelease\x121\n" +
 	"\bdraining\x18\x05 \x01(\v2\x13.kairos.v1.DrainingH\x00R\bdraining\x12G\n" +
 	"\x10withdraw_refused\x18\x06 \x01(\v2\x1a.kairos.v1.WithdrawRefusedH\x00R\x0fwithdrawRefusedB\x06\n" +
-	"\x04kind\"\x8e\x02\n" +
+	"\x04kind\"\xbc\x02\n" +
 	"\x05Hello\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x14\n" +
 	"\x05tasks\x18\x02 \x03(\tR\x05tasks\x12\x1a\n" +
@@ -2049,7 +2064,8 @@ const file_kairos_v1_agent_proto_rawDesc = "" +
 	"heldLeases\x12\x18\n" +
 	"\aversion\x18\x05 \x01(\tR\aversion\x12E\n" +
 	"\x0fpayload_schemas\x18\x06 \x03(\v2\x1c.kairos.v1.TaskPayloadSchemaR\x0epayloadSchemas\x12!\n" +
-	"\fpre_dispatch\x18\a \x01(\bR\vpreDispatch\"H\n" +
+	"\fpre_dispatch\x18\a \x01(\bR\vpreDispatch\x12,\n" +
+	"\x12pre_dispatch_queue\x18\b \x01(\rR\x10preDispatchQueue\"H\n" +
 	"\x11TaskPayloadSchema\x12\x12\n" +
 	"\x04task\x18\x01 \x01(\tR\x04task\x12\x1f\n" +
 	"\vjson_schema\x18\x02 \x01(\tR\n" +
