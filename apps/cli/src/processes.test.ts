@@ -156,12 +156,12 @@ describe('kairos agent', () => {
     const { modules, events, seen } = fakeModules();
     const captured = capturedIo({ KAIROS_AGENT_CAPACITY: '2' });
     const exit = runCli(
-      ['agent', '--coordinator', 'coord:50051', '--agent-id', 'a-1', '--tasks', 'http, sleep', '--capacity', '4'],
+      ['agent', '--coordinator', 'coord:50051', '--agent-id', 'a-1', '--tasks', 'http, sleep', '--capacity', '4', '--pre-dispatch-queue', '0'],
       captured.io,
       { modules },
     );
     await captured.stopAsked;
-    expect(seen.agentOverrides).toEqual({ coordinator: 'coord:50051', agentId: 'a-1', tasks: ['http', 'sleep'], capacity: 4 });
+    expect(seen.agentOverrides).toEqual({ coordinator: 'coord:50051', agentId: 'a-1', tasks: ['http', 'sleep'], capacity: 4, preDispatchQueue: 0 });
     expect(seen.agentEnv).toEqual({ KAIROS_AGENT_CAPACITY: '2' });
     captured.requestStop('SIGINT');
     expect(await exit).toBe(0);

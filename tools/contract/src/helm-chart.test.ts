@@ -47,6 +47,7 @@ const SETS: Record<string, Values> = {
           name: 'reports',
           tasks: ['reports.daily', 'sleep'],
           capacity: 2,
+          preDispatchQueue: 0,
           kairosNamespace: 'team-a',
           keda: { enabled: true, minReplicas: 0, threshold: 5 },
           podAnnotations: { note: `say "hi": it's {{ quoted }}` },
@@ -365,12 +366,15 @@ describe('the Helm chart', () => {
     expect(web.KAIROS_AGENT_TASKS!.value).toBe('http');
     expect(web.KAIROS_HTTP_ALLOW_HOSTS!.value).toBe('api.example.com:443');
     expect(web.KAIROS_AGENT_CAPACITY!.value).toBe('8');
+    // Unset: the agent's own default.
+    expect(web.KAIROS_PREDISPATCH_QUEUE).toBeUndefined();
     expect(web.KAIROS_TOKEN!.valueFrom).toEqual({ secretKeyRef: { name: 'kairos-agent-token', key: 'token' } });
     expect(web.KAIROS_COORDINATOR!.value).toBe(`${coordinatorName()}.${NAMESPACE}.svc:50051`);
     expect(web.KAIROS_AGENT_ID!.valueFrom).toEqual({ fieldRef: { fieldPath: 'metadata.name' } });
     const reports = envOf(named(manifests, 'Deployment', poolName('reports')).spec.template.spec.containers[0]);
     expect(reports.KAIROS_AGENT_TASKS!.value).toBe('reports.daily,sleep');
     expect(reports.KAIROS_AGENT_CAPACITY!.value).toBe('2');
+    expect(reports.KAIROS_PREDISPATCH_QUEUE!.value).toBe('0');
     expect(of(manifests, 'PodDisruptionBudget').map((pdb) => pdb.metadata.name).sort()).toEqual([coordinatorName(), poolName('reports'), poolName('web')].sort());
     const exec = envOf(named(rendered.get('everything')!, 'Deployment', poolName('batch')).spec.template.spec.containers[0]);
     expect(exec.KAIROS_EXEC_ALLOW!.value).toBe('/usr/bin/backup');

@@ -46,6 +46,7 @@ interface AgentFlags {
   agentId?: string;
   tasks?: string[];
   capacity?: number;
+  preDispatchQueue?: number;
 }
 
 export function registerProcessCommands(program: Command, io: CliIo, modules: ProcessModules): void {
@@ -137,7 +138,12 @@ function addAgentFlags(command: Command): Command {
     .option('--coordinator <host:port>', 'coordinator gRPC address (env KAIROS_COORDINATOR)')
     .option('--agent-id <id>', 'identifier shown in `kairos agents` (env KAIROS_AGENT_ID)')
     .option('--tasks <list>', 'comma-separated task names to serve (env KAIROS_AGENT_TASKS)', taskList)
-    .option('--capacity <n>', 'jobs run at once (env KAIROS_AGENT_CAPACITY)', wholeNumber(1));
+    .option('--capacity <n>', 'jobs run at once (env KAIROS_AGENT_CAPACITY)', wholeNumber(1))
+    .option(
+      '--pre-dispatch-queue <n>',
+      'jobs not yet due held beyond capacity, started at their due instant as slots free; 0: none (env KAIROS_PREDISPATCH_QUEUE, default 32 x capacity)',
+      wholeNumber(0),
+    );
 }
 
 function taskList(value: string): string[] {
@@ -186,6 +192,7 @@ function agentOverrides(flags: AgentFlags): AgentOverrides {
     agentId: flags.agentId,
     tasks: flags.tasks,
     capacity: flags.capacity,
+    preDispatchQueue: flags.preDispatchQueue,
   });
 }
 
