@@ -129,27 +129,68 @@ class Writer {
     this.buf.writeDoubleLE(value, this.pos);
     this.pos += 8;
   }
+
+  // Fields, each written only when it is not its default (proto3 implicit presence).
+
+  stringField(field: number, text: string, length: number): void {
+    if (length === 0) return;
+    this.byte(tag(field, LEN));
+    this.string(text, length);
+  }
+
+  uint32Field(field: number, value: number): void {
+    if (value === 0) return;
+    this.byte(tag(field, VARINT));
+    this.varint(value);
+  }
+
+  int32Field(field: number, value: number): void {
+    if (value === 0) return;
+    this.byte(tag(field, VARINT));
+    this.int32(value);
+  }
+
+  uint64Field(field: number, value: bigint): void {
+    if (value === 0n) return;
+    this.byte(tag(field, VARINT));
+    this.varint64(value);
+  }
+
+  doubleField(field: number, value: number): void {
+    if (value === 0) return;
+    this.byte(tag(field, FIXED64));
+    this.double(value);
+  }
+
+  /** A message field of `size` bytes (negative: unset), its body written by `body`. */
+  messageField(field: number, size: number, body: () => void): void {
+    if (size < 0) return;
+    this.byte(tag(field, LEN));
+    this.varint(size);
+    body();
+  }
 }
+
+// Sizes of the same fields (0 when not written).
+const stringFieldSize = (length: number): number => (length === 0 ? 0 : lenFieldSize(length));
+const uint32FieldSize = (value: number): number => (value === 0 ? 0 : 1 + varintSize(value));
+const int32FieldSize = (value: number): number => (value === 0 ? 0 : 1 + int32Size(value));
+const uint64FieldSize = (value: bigint): number => (value === 0n ? 0 : 1 + varint64Size(value));
+const doubleFieldSize = (value: number): number => (value === 0 ? 0 : 9);
+const messageFieldSize = (size: number): number => (size < 0 ? 0 : lenFieldSize(size));
 
 // ---------------------------------------------------------------------------
 // Encoding. Each message is sized first (lengths pushed onto `sizes` in the
 // order the writing pass consumes them), then written into one buffer.
 
-function timestampSize(ts: Timestamp): number {
-  return (ts.seconds !== 0n ? 1 + varint64Size(ts.seconds) : 0) + (ts.nanos !== 0 ? 1 + int32Size(ts.nanos) : 0);
-}
+const timestampSize = (ts: Timestamp | undefined): number =>
+  ts === undefined ? -1 : uint64FieldSize(ts.seconds) + int32FieldSize(ts.nanos);
 
-function writeTimestamp(out: Writer, field: number, ts: Timestamp, size: number): void {
-  out.byte(tag(field, LEN));
-  out.varint(size);
-  if (ts.seconds !== 0n) {
-    out.byte(tag(1, VARINT));
-    out.varint64(ts.seconds);
-  }
-  if (ts.nanos !== 0) {
-    out.byte(tag(2, VARINT));
-    out.int32(ts.nanos);
-  }
+function writeTimestamp(out: Writer, field: number, ts: Timestamp | undefined, size: number): void {
+  out.messageField(field, size, () => {
+    out.uint64Field(1, ts!.seconds);
+    out.int32Field(2, ts!.nanos);
+  });
 }
 
 /** Sizes of one Assignment: pushes its string lengths, timestamp size and body size; returns the body size. */
@@ -159,112 +200,57 @@ function sizeAssignment(a: Assignment, sizes: number[]): number {
   const task = utf8Length(a.task);
   const payload = utf8Length(a.payloadJson);
   const trace = utf8Length(a.traceparent);
-  const scheduled = a.scheduledFor === undefined ? -1 : timestampSize(a.scheduledFor);
-  let size = 0;
-  if (jobId > 0) size += lenFieldSize(jobId);
-  if (runId > 0) size += lenFieldSize(runId);
-  if (task > 0) size += lenFieldSize(task);
-  if (a.attempt !== 0) size += 1 + varintSize(a.attempt);
-  if (a.maxAttempts !== 0) size += 1 + varintSize(a.maxAttempts);
-  if (a.leaseGeneration !== 0n) size += 1 + varint64Size(a.leaseGeneration);
-  if (a.leaseRemainingMs !== 0) size += 1 + varintSize(a.leaseRemainingMs);
-  if (a.timeoutMs !== 0) size += 1 + varintSize(a.timeoutMs);
-  if (scheduled >= 0) size += lenFieldSize(scheduled);
-  if (a.anchorSeq !== 0n) size += 1 + varint64Size(a.anchorSeq);
-  if (payload > 0) size += lenFieldSize(payload);
-  if (trace > 0) size += lenFieldSize(trace);
-  if (a.startAtMs !== 0) size += 9;
+  const scheduled = timestampSize(a.scheduledFor);
+  const size =
+    stringFieldSize(jobId) +
+    stringFieldSize(runId) +
+    stringFieldSize(task) +
+    uint32FieldSize(a.attempt) +
+    uint32FieldSize(a.maxAttempts) +
+    uint64FieldSize(a.leaseGeneration) +
+    uint32FieldSize(a.leaseRemainingMs) +
+    uint32FieldSize(a.timeoutMs) +
+    messageFieldSize(scheduled) +
+    uint64FieldSize(a.anchorSeq) +
+    stringFieldSize(payload) +
+    stringFieldSize(trace) +
+    doubleFieldSize(a.startAtMs);
   sizes.push(jobId, runId, task, payload, trace, scheduled, size);
   return size;
 }
 
 function writeAssignment(out: Writer, a: Assignment, sizes: number[], at: number): number {
-  const jobId = sizes[at]!;
-  const runId = sizes[at + 1]!;
-  const task = sizes[at + 2]!;
-  const payload = sizes[at + 3]!;
-  const trace = sizes[at + 4]!;
-  const scheduled = sizes[at + 5]!;
   out.byte(tag(1, LEN));
   out.varint(sizes[at + 6]!);
-  if (jobId > 0) {
-    out.byte(tag(1, LEN));
-    out.string(a.jobId, jobId);
-  }
-  if (runId > 0) {
-    out.byte(tag(2, LEN));
-    out.string(a.runId, runId);
-  }
-  if (task > 0) {
-    out.byte(tag(3, LEN));
-    out.string(a.task, task);
-  }
-  if (a.attempt !== 0) {
-    out.byte(tag(5, VARINT));
-    out.varint(a.attempt);
-  }
-  if (a.maxAttempts !== 0) {
-    out.byte(tag(6, VARINT));
-    out.varint(a.maxAttempts);
-  }
-  if (a.leaseGeneration !== 0n) {
-    out.byte(tag(7, VARINT));
-    out.varint64(a.leaseGeneration);
-  }
-  if (a.leaseRemainingMs !== 0) {
-    out.byte(tag(8, VARINT));
-    out.varint(a.leaseRemainingMs);
-  }
-  if (a.timeoutMs !== 0) {
-    out.byte(tag(9, VARINT));
-    out.varint(a.timeoutMs);
-  }
-  if (scheduled >= 0) writeTimestamp(out, 10, a.scheduledFor!, scheduled);
-  if (a.anchorSeq !== 0n) {
-    out.byte(tag(11, VARINT));
-    out.varint64(a.anchorSeq);
-  }
-  if (payload > 0) {
-    out.byte(tag(12, LEN));
-    out.string(a.payloadJson, payload);
-  }
-  if (trace > 0) {
-    out.byte(tag(13, LEN));
-    out.string(a.traceparent, trace);
-  }
-  if (a.startAtMs !== 0) {
-    out.byte(tag(14, FIXED64));
-    out.double(a.startAtMs);
-  }
+  out.stringField(1, a.jobId, sizes[at]!);
+  out.stringField(2, a.runId, sizes[at + 1]!);
+  out.stringField(3, a.task, sizes[at + 2]!);
+  out.uint32Field(5, a.attempt);
+  out.uint32Field(6, a.maxAttempts);
+  out.uint64Field(7, a.leaseGeneration);
+  out.uint32Field(8, a.leaseRemainingMs);
+  out.uint32Field(9, a.timeoutMs);
+  writeTimestamp(out, 10, a.scheduledFor, sizes[at + 5]!);
+  out.uint64Field(11, a.anchorSeq);
+  out.stringField(12, a.payloadJson, sizes[at + 3]!);
+  out.stringField(13, a.traceparent, sizes[at + 4]!);
+  out.doubleField(14, a.startAtMs);
   return at + 7;
 }
 
 function sizeOutcomeAck(ack: OutcomeAck, sizes: number[]): number {
   const jobId = utf8Length(ack.jobId);
-  let size = 0;
-  if (jobId > 0) size += lenFieldSize(jobId);
-  if (ack.leaseGeneration !== 0n) size += 1 + varint64Size(ack.leaseGeneration);
-  if (ack.result !== 0) size += 1 + int32Size(ack.result);
+  const size = stringFieldSize(jobId) + uint64FieldSize(ack.leaseGeneration) + int32FieldSize(ack.result);
   sizes.push(jobId, size);
   return size;
 }
 
 function writeOutcomeAck(out: Writer, ack: OutcomeAck, sizes: number[], at: number): number {
-  const jobId = sizes[at]!;
   out.byte(tag(1, LEN));
   out.varint(sizes[at + 1]!);
-  if (jobId > 0) {
-    out.byte(tag(1, LEN));
-    out.string(ack.jobId, jobId);
-  }
-  if (ack.leaseGeneration !== 0n) {
-    out.byte(tag(2, VARINT));
-    out.varint64(ack.leaseGeneration);
-  }
-  if (ack.result !== 0) {
-    out.byte(tag(3, VARINT));
-    out.int32(ack.result);
-  }
+  out.stringField(1, ack.jobId, sizes[at]!);
+  out.uint64Field(2, ack.leaseGeneration);
+  out.int32Field(3, ack.result);
   return at + 2;
 }
 
@@ -272,46 +258,27 @@ function sizeLeaseOutcome(o: LeaseOutcome, sizes: number[]): number {
   const jobId = utf8Length(o.jobId);
   const error = utf8Length(o.error);
   const trace = utf8Length(o.traceparent);
-  const finished = o.finishedAt === undefined ? -1 : timestampSize(o.finishedAt);
-  let size = 0;
-  if (jobId > 0) size += lenFieldSize(jobId);
-  if (o.leaseGeneration !== 0n) size += 1 + varint64Size(o.leaseGeneration);
-  if (o.result !== 0) size += 1 + int32Size(o.result);
-  if (error > 0) size += lenFieldSize(error);
-  if (finished >= 0) size += lenFieldSize(finished);
-  if (trace > 0) size += lenFieldSize(trace);
+  const finished = timestampSize(o.finishedAt);
+  const size =
+    stringFieldSize(jobId) +
+    uint64FieldSize(o.leaseGeneration) +
+    int32FieldSize(o.result) +
+    stringFieldSize(error) +
+    messageFieldSize(finished) +
+    stringFieldSize(trace);
   sizes.push(jobId, error, trace, finished, size);
   return size;
 }
 
 function writeLeaseOutcome(out: Writer, o: LeaseOutcome, sizes: number[], at: number): number {
-  const jobId = sizes[at]!;
-  const error = sizes[at + 1]!;
-  const trace = sizes[at + 2]!;
-  const finished = sizes[at + 3]!;
   out.byte(tag(1, LEN));
   out.varint(sizes[at + 4]!);
-  if (jobId > 0) {
-    out.byte(tag(1, LEN));
-    out.string(o.jobId, jobId);
-  }
-  if (o.leaseGeneration !== 0n) {
-    out.byte(tag(2, VARINT));
-    out.varint64(o.leaseGeneration);
-  }
-  if (o.result !== 0) {
-    out.byte(tag(3, VARINT));
-    out.int32(o.result);
-  }
-  if (error > 0) {
-    out.byte(tag(4, LEN));
-    out.string(o.error, error);
-  }
-  if (finished >= 0) writeTimestamp(out, 5, o.finishedAt!, finished);
-  if (trace > 0) {
-    out.byte(tag(6, LEN));
-    out.string(o.traceparent, trace);
-  }
+  out.stringField(1, o.jobId, sizes[at]!);
+  out.uint64Field(2, o.leaseGeneration);
+  out.int32Field(3, o.result);
+  out.stringField(4, o.error, sizes[at + 1]!);
+  writeTimestamp(out, 5, o.finishedAt, sizes[at + 3]!);
+  out.stringField(6, o.traceparent, sizes[at + 2]!);
   return at + 5;
 }
 
