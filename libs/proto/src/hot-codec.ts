@@ -438,6 +438,48 @@ class Reader {
     this.end = outerEnd;
     return value;
   }
+
+  /** Reads a nested message: every field's number and wire type to `visit`, which reads its value. */
+  message(visit: (field: number, wireType: number) => void): void {
+    this.nested((end) => {
+      while (this.pos < end) {
+        const key = this.varint();
+        visit(key >>> 3, key & 7);
+      }
+    });
+  }
+
+  // A field's value, its wire type checked first.
+
+  stringField(wireType: number): string {
+    expectWireType(wireType, LEN);
+    return this.string();
+  }
+
+  uint32Field(wireType: number): number {
+    expectWireType(wireType, VARINT);
+    return this.uint32();
+  }
+
+  int32Field(wireType: number): number {
+    expectWireType(wireType, VARINT);
+    return this.int32();
+  }
+
+  uint64Field(wireType: number): bigint {
+    expectWireType(wireType, VARINT);
+    return this.uint64();
+  }
+
+  int64Field(wireType: number): bigint {
+    expectWireType(wireType, VARINT);
+    return this.int64();
+  }
+
+  doubleField(wireType: number): number {
+    expectWireType(wireType, FIXED64);
+    return this.double();
+  }
 }
 
 function expectWireType(actual: number, expected: number): void {
@@ -447,17 +489,17 @@ function expectWireType(actual: number, expected: number): void {
 function readTimestamp(input: Reader, into: Timestamp | undefined): Timestamp {
   // A repeated message field merges, as protobuf does.
   const ts: Timestamp = into ?? { $typeName: 'google.protobuf.Timestamp', seconds: 0n, nanos: 0 };
-  input.nested((end) => {
-    while (input.pos < end) {
-      const key = input.varint();
-      const [field, wireType] = [key >>> 3, key & 7];
-      expectWireType(wireType, VARINT);
-      if (field === 1) ts.seconds = input.int64();
-      else if (field === 2) ts.nanos = input.int32();
-      else throw NOT_HOT;
-    }
+  input.message((field, wireType) => {
+    if (field === 1) ts.seconds = input.int64Field(wireType);
+    else if (field === 2) ts.nanos = input.int32Field(wireType);
+    else throw NOT_HOT;
   });
   return ts;
+}
+
+function timestampField(input: Reader, wireType: number, into: Timestamp | undefined): Timestamp {
+  expectWireType(wireType, LEN);
+  return readTimestamp(input, into);
 }
 
 function readAssignment(input: Reader): Assignment {
@@ -476,66 +518,22 @@ function readAssignment(input: Reader): Assignment {
     traceparent: '',
     startAtMs: 0,
   };
-  input.nested((end) => {
-    while (input.pos < end) {
-      const key = input.varint();
-      const wireType = key & 7;
-      switch (key >>> 3) {
-        case 1:
-          expectWireType(wireType, LEN);
-          a.jobId = input.string();
-          break;
-        case 2:
-          expectWireType(wireType, LEN);
-          a.runId = input.string();
-          break;
-        case 3:
-          expectWireType(wireType, LEN);
-          a.task = input.string();
-          break;
-        case 5:
-          expectWireType(wireType, VARINT);
-          a.attempt = input.uint32();
-          break;
-        case 6:
-          expectWireType(wireType, VARINT);
-          a.maxAttempts = input.uint32();
-          break;
-        case 7:
-          expectWireType(wireType, VARINT);
-          a.leaseGeneration = input.uint64();
-          break;
-        case 8:
-          expectWireType(wireType, VARINT);
-          a.leaseRemainingMs = input.uint32();
-          break;
-        case 9:
-          expectWireType(wireType, VARINT);
-          a.timeoutMs = input.uint32();
-          break;
-        case 10:
-          expectWireType(wireType, LEN);
-          a.scheduledFor = readTimestamp(input, a.scheduledFor);
-          break;
-        case 11:
-          expectWireType(wireType, VARINT);
-          a.anchorSeq = input.uint64();
-          break;
-        case 12:
-          expectWireType(wireType, LEN);
-          a.payloadJson = input.string();
-          break;
-        case 13:
-          expectWireType(wireType, LEN);
-          a.traceparent = input.string();
-          break;
-        case 14:
-          expectWireType(wireType, FIXED64);
-          a.startAtMs = input.double();
-          break;
-        default:
-          throw NOT_HOT;
-      }
+  input.message((field, wireType) => {
+    switch (field) {
+      case 1: a.jobId = input.stringField(wireType); break;
+      case 2: a.runId = input.stringField(wireType); break;
+      case 3: a.task = input.stringField(wireType); break;
+      case 5: a.attempt = input.uint32Field(wireType); break;
+      case 6: a.maxAttempts = input.uint32Field(wireType); break;
+      case 7: a.leaseGeneration = input.uint64Field(wireType); break;
+      case 8: a.leaseRemainingMs = input.uint32Field(wireType); break;
+      case 9: a.timeoutMs = input.uint32Field(wireType); break;
+      case 10: a.scheduledFor = timestampField(input, wireType, a.scheduledFor); break;
+      case 11: a.anchorSeq = input.uint64Field(wireType); break;
+      case 12: a.payloadJson = input.stringField(wireType); break;
+      case 13: a.traceparent = input.stringField(wireType); break;
+      case 14: a.startAtMs = input.doubleField(wireType); break;
+      default: throw NOT_HOT;
     }
   });
   return a;
@@ -543,26 +541,12 @@ function readAssignment(input: Reader): Assignment {
 
 function readOutcomeAck(input: Reader): OutcomeAck {
   const ack: OutcomeAck = { $typeName: 'kairos.v1.OutcomeAck', jobId: '', leaseGeneration: 0n, result: 0 };
-  input.nested((end) => {
-    while (input.pos < end) {
-      const key = input.varint();
-      const wireType = key & 7;
-      switch (key >>> 3) {
-        case 1:
-          expectWireType(wireType, LEN);
-          ack.jobId = input.string();
-          break;
-        case 2:
-          expectWireType(wireType, VARINT);
-          ack.leaseGeneration = input.uint64();
-          break;
-        case 3:
-          expectWireType(wireType, VARINT);
-          ack.result = input.int32();
-          break;
-        default:
-          throw NOT_HOT;
-      }
+  input.message((field, wireType) => {
+    switch (field) {
+      case 1: ack.jobId = input.stringField(wireType); break;
+      case 2: ack.leaseGeneration = input.uint64Field(wireType); break;
+      case 3: ack.result = input.int32Field(wireType); break;
+      default: throw NOT_HOT;
     }
   });
   return ack;
@@ -570,38 +554,15 @@ function readOutcomeAck(input: Reader): OutcomeAck {
 
 function readLeaseOutcome(input: Reader): LeaseOutcome {
   const o: LeaseOutcome = { $typeName: 'kairos.v1.LeaseOutcome', jobId: '', leaseGeneration: 0n, result: 0, error: '', traceparent: '' };
-  input.nested((end) => {
-    while (input.pos < end) {
-      const key = input.varint();
-      const wireType = key & 7;
-      switch (key >>> 3) {
-        case 1:
-          expectWireType(wireType, LEN);
-          o.jobId = input.string();
-          break;
-        case 2:
-          expectWireType(wireType, VARINT);
-          o.leaseGeneration = input.uint64();
-          break;
-        case 3:
-          expectWireType(wireType, VARINT);
-          o.result = input.int32();
-          break;
-        case 4:
-          expectWireType(wireType, LEN);
-          o.error = input.string();
-          break;
-        case 5:
-          expectWireType(wireType, LEN);
-          o.finishedAt = readTimestamp(input, o.finishedAt);
-          break;
-        case 6:
-          expectWireType(wireType, LEN);
-          o.traceparent = input.string();
-          break;
-        default:
-          throw NOT_HOT;
-      }
+  input.message((field, wireType) => {
+    switch (field) {
+      case 1: o.jobId = input.stringField(wireType); break;
+      case 2: o.leaseGeneration = input.uint64Field(wireType); break;
+      case 3: o.result = input.int32Field(wireType); break;
+      case 4: o.error = input.stringField(wireType); break;
+      case 5: o.finishedAt = timestampField(input, wireType, o.finishedAt); break;
+      case 6: o.traceparent = input.stringField(wireType); break;
+      default: throw NOT_HOT;
     }
   });
   return o;
