@@ -11,7 +11,11 @@
  *   refused), and an agent that cannot answer (SIGSTOP) gets a 409 after the
  *   bounded wait, and its run still goes ahead exactly once;
  * - an agent killed (SIGKILL) while holding pre-dispatched jobs loses them to
- *   lease expiry, and another agent runs each exactly once.
+ *   lease expiry, and another agent runs each exactly once;
+ * - the agent's start queue (decision 0023): it holds pre-dispatched jobs
+ *   beyond its capacity, starts each at its due instant as slots free, and
+ *   gives back the ones a queue stuck behind a busy slot cannot start, which
+ *   another agent then runs once.
  */
 import {
   createTestDatabase,
@@ -192,5 +196,92 @@ describe('pre-dispatched leases, end to end', () => {
         ['agent-rescue', 'SUCCEEDED'],
       ]);
     }
+  });
+
+  describe('the start queue', () => {
+    /** One agent process running `http` with the given capacity and start queue. */
+    async function queueAgent(coordinator: { grpcAddress: string }, agentId: string, capacity: number, queue?: number) {
+      await startAgentProcess({
+        coordinator: coordinator.grpcAddress,
+        agentId,
+        tasks: 'http',
+        capacity,
+        ...(queue === undefined ? {} : { env: { KAIROS_PREDISPATCH_QUEUE: String(queue) } }),
+      });
+    }
+
+    /** Waits until every job is CLAIMED ahead of its due instant (by `owner`, when given). */
+    const allPreDispatched = (ids: readonly string[], owner?: string) =>
+      waitFor(async () => {
+        for (const id of ids) {
+          const row = await job(id);
+          if (row?.state !== 'CLAIMED' || row.ahead !== true || (owner !== undefined && row.lease_owner !== owner)) return false;
+        }
+        return true;
+      }, { description: `${ids.length} jobs claimed ahead of their due instant` });
+
+    const allCompleted = (ids: readonly string[]) =>
+      waitFor(async () => {
+        for (const id of ids) if ((await job(id))?.state !== 'COMPLETED') return false;
+        return true;
+      }, { description: `${ids.length} jobs completed` });
+
+    it('holds more pre-dispatched jobs than its capacity and starts each at its due instant as slots free', async () => {
+      const { coordinator, api } = await cluster({ agents: 0 });
+      await queueAgent(coordinator, 'agent-q', 2, 10);
+      await waitFor(async () => (await api.agents()).body.length === 1, { description: 'agent connected' });
+      const due = Date.now() + 2_500;
+      const ids: string[] = [];
+      for (let i = 0; i < 8; i++) ids.push((await createCall(api, `/queued-${i}`, due - Date.now())).id);
+      // All eight are held by the agent before their due instant: two in its slots, six in its start queue.
+      await allPreDispatched(ids);
+      expect(await metricValue(coordinator.httpUrl, 'kairos_predispatched_total')).toBe(8);
+      await allCompleted(ids);
+      for (let i = 0; i < 8; i++) {
+        const calls = receiver.callsTo(`/queued-${i}`);
+        expect(calls).toHaveLength(1);
+        // Never before the due instant (5 ms: the wall clock may be slewed against the monotonic one).
+        expect(calls[0]!.at).toBeGreaterThanOrEqual(due - 5);
+        // Ran once. (On a loaded machine a queued one may find no slot within the grace: then it was
+        // given back unstarted first, which the next test shows.)
+        const runs = await runsOf(ids[i]!);
+        expect(runs.at(-1)?.outcome).toBe('SUCCEEDED');
+        for (const run of runs.slice(0, -1)) expect([run.outcome, run.error]).toEqual(['CANCELLED', expect.stringContaining('released before start')]);
+      }
+    });
+
+    it('gives back a queued job that finds no free slot within the grace; another agent runs it once', async () => {
+      const { coordinator, api } = await cluster({ agents: 0 });
+      await queueAgent(coordinator, 'agent-q', 1, 4);
+      await waitFor(async () => (await api.agents()).body.length === 1, { description: 'agent-q connected' });
+      const due = Date.now() + 2_500;
+      // The first to start takes agent-q's only slot and stays busy: its call is held open (a receiver of
+      // its own: the shared one may have been released for good by an earlier test).
+      const busyCalls = await startHeldCalls();
+      try {
+        const created = await api.createJob({ task: 'http', runAt: new Date(due).toISOString(), payload: { url: busyCalls.url('/busy') } });
+        const busy = created.body.jobId as string;
+        const queued = [(await createCall(api, '/queued-a', due + 50 - Date.now())).id, (await createCall(api, '/queued-b', due + 50 - Date.now())).id];
+        await allPreDispatched([busy, ...queued], 'agent-q');
+        await queueAgent(coordinator, 'agent-free', 2);
+        await waitFor(() => busyCalls.callsTo('/busy')[0], { description: 'the busy run started on agent-q' });
+        await allCompleted(queued);
+        for (const id of queued) {
+          const runs = await runsOf(id);
+          expect(runs.map((run) => [run.outcome, run.worker_id])).toEqual([
+            ['CANCELLED', 'agent-q'],
+            ['SUCCEEDED', 'agent-free'],
+          ]);
+          expect(runs[0].error).toContain('released before start');
+        }
+        expect(receiver.callsTo('/queued-a')).toHaveLength(1);
+        expect(receiver.callsTo('/queued-b')).toHaveLength(1);
+        busyCalls.release();
+        await allCompleted([busy]);
+        expect((await runsOf(busy)).map((run) => run.outcome)).toEqual(['SUCCEEDED']);
+      } finally {
+        await busyCalls.close();
+      }
+    });
   });
 });
