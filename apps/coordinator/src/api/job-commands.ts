@@ -164,9 +164,13 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
       ({ result } = await retryAfterWithdrawal(namespace, id, result, claimed, () => store.lease.pause(namespace, id)));
     }
     switch (result.kind) {
-      case 'done':
+      case 'done': {
+        // The answer is the job as the change left it: read before the dispatcher is woken, or a
+        // claim (of a job due now, or pre-dispatched ahead of its due instant) could land first.
+        const view = await mustGet(namespace, jobId);
         if (verb !== 'pause') onJobsDue();
-        return mustGet(namespace, jobId);
+        return view;
+      }
       case 'not-found':
         throw notFound(jobId);
       case 'conflict':
