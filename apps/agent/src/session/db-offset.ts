@@ -14,7 +14,9 @@
  * would be unbiased only on a symmetric path; under load it is not (the
  * coordinator's event loop delays the heartbeat, not the reply), and in the
  * bench's idle workload it started jobs 3 to 9 ms early. The tightest (the
- * largest) lower bound among the last `keep` readings wins.
+ * largest) lower bound among the last `keep` readings wins; the session takes
+ * eight extra readings in its first two seconds (CLOCK_SYNC_BEATS_MS), so the
+ * window fills with readings of a connected, warm stream.
  *
  * `errorMs` bounds how late: the network part of the best reading's round
  * trip (arrival - send - held) plus the coordinator's error; on one machine

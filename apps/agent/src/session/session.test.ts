@@ -163,7 +163,8 @@ describe('agent session', () => {
   });
 
   it('anchors an assignment at the heartbeat the coordinator had seen, so a slow delivery cannot stretch trust', async () => {
-    const { fake, log, stream } = await setup();
+    // No database clock: no extra heartbeats after Welcome, so heartbeat 1 is ~200 ms old when the assignment comes.
+    const { fake, log, stream } = await setup({ fake: { dbClock: false } });
     fake.replyToHeartbeats = false;
     await waitFor('three heartbeats', () => stream.heartbeats().length >= 3, { timeoutMs: 3_000 });
     const oldest = stream.heartbeats()[0]!.seq;
@@ -181,7 +182,8 @@ describe('agent session', () => {
   // as "too short to trust" although the lease in the database was fresh.
   it('holds back an assignment it cannot anchor and starts it once the renewal of an extra heartbeat confirms it', async () => {
     // No scheduled heartbeat within the test: only the extra one can confirm.
-    const { log, controlled, stream } = await setup({ fake: { heartbeatIntervalMs: 60_000, leaseMs: 10_000 } });
+    // No database clock: no clock-reading heartbeats after Welcome either.
+    const { log, controlled, stream } = await setup({ fake: { heartbeatIntervalMs: 60_000, leaseMs: 10_000, dbClock: false } });
     stream.assign({ jobId: 'after-pause', task: 'controlled', anchorSeq: 999n });
     await log.wait('started', (i) => i.jobId === 'after-pause');
     expect(stream.heartbeats()).toHaveLength(1);
@@ -193,7 +195,7 @@ describe('agent session', () => {
   });
 
   it('releases a held-back assignment that no renewal confirms within its lease, without starting it', async () => {
-    const { fake, log, stream } = await setup({ fake: { heartbeatIntervalMs: 60_000 } });
+    const { fake, log, stream } = await setup({ fake: { heartbeatIntervalMs: 60_000, dbClock: false } });
     fake.replyToHeartbeats = false;
     stream.assign({ jobId: 'unconfirmed', task: 'controlled', anchorSeq: 999n });
     const released = await log.wait('released', (i) => i.jobId === 'unconfirmed', { timeoutMs: 3_000 });
@@ -401,6 +403,17 @@ describe('agent session', () => {
   });
 
   describe('pre-dispatched assignments and the start queue', () => {
+    it('reads the database clock eight more times right after a Welcome that carries it, then starts on the instant, never before', async () => {
+      // One heartbeat a minute: without the extra ones the test would wait a minute for its second reading.
+      const { log, stream } = await setup({ fake: { leaseMs: 180_000, heartbeatIntervalMs: 60_000 } });
+      await waitFor('eight clock-reading heartbeats', () => stream.heartbeats().length >= 8);
+      expect(stream.heartbeats().map((h) => h.seq).slice(0, 8)).toEqual([1n, 2n, 3n, 4n, 5n, 6n, 7n, 8n]);
+      const at = Date.now() + 50;
+      stream.assign({ jobId: 'on-time', task: 'controlled', startAtMs: at });
+      await log.wait('started', (i) => i.jobId === 'on-time');
+      expect(Date.now()).toBeGreaterThanOrEqual(at);
+    });
+
     it('starts one whose start has already passed on arrival at once', async () => {
       // With a 60 s grace, a start put off until the grace ends would time this test out.
       const { log, stream } = await setup({ internals: { startGraceMs: 60_000 } });

@@ -199,6 +199,24 @@ export const START_GRACE_MS = 500;
 export const START_WAIT_MAX_MS = 5_000;
 /** A stream not welcomed within this time is dropped and dialled again (a hung coordinator). */
 const HANDSHAKE_TIMEOUT_MS = 5_000;
+/**
+ * A millisecond timer fires up to a millisecond or two after its delay (whole
+ * milliseconds, measured from the event loop's cached time). The start timer is
+ * armed this much before the instant and the rest is waited one event-loop turn
+ * at a time (setImmediate: I/O is still served), so a pre-dispatched lease
+ * leaves for the handler thread within a few microseconds of its instant: at
+ * most this long of busy turns per start instant.
+ */
+const START_SPIN_MS = 2;
+/**
+ * Extra heartbeats after a Welcome from a coordinator that pre-dispatches (ms
+ * after it): each RenewReply is a reading of the database clock, and the start
+ * of a pre-dispatched lease is only as close to its instant as the tightest
+ * reading kept (db-offset.ts). At the normal interval (lease/3) a fresh agent
+ * would have one or two readings for its first ten seconds; these give it
+ * eight in under two seconds.
+ */
+const CLOCK_SYNC_BEATS_MS = [50, 100, 200, 300, 500, 800, 1_200, 1_800];
 
 export class AgentSession {
   private state: SessionState = { kind: 'closed', reason: 'not started' };
@@ -215,6 +233,10 @@ export class AgentSession {
   private trustTimer: NodeJS.Timeout | undefined;
   /** Fires at the earliest start of a waiting (pre-dispatched) lease, or at the end of a queued one's grace. */
   private startTimer: NodeJS.Timeout | undefined;
+  /** Bumped whenever the start timer is re-armed: a turn-by-turn wait (START_SPIN_MS) of an older arming stops. */
+  private startArming = 0;
+  /** The next extra heartbeat after a Welcome (CLOCK_SYNC_BEATS_MS). */
+  private clockSyncTimer: NodeJS.Timeout | undefined;
   /** Some waiting lease's start has come but found no free slot: a slot that frees starts it. */
   private startsBlocked = false;
   private startSoon = false;
@@ -479,6 +501,7 @@ export class AgentSession {
       if (this.isDialling(link)) {
         this.dbOffset.record(kind.value.dbTimeMs, kind.value.dbTimeErrorMs, link.helloSentAt, this.now(), kind.value.heldMs);
         this.onWelcome(link, welcomeInfo(kind.value));
+        if (kind.value.dbTimeMs > 0) this.syncClock(link, 0);
       }
       else this.log('warn', { stream: link.serial }, 'unexpected Welcome ignored');
       return;
@@ -528,6 +551,21 @@ export class AgentSession {
         this.log('warn', { stream: link.serial }, 'empty or unknown coordinator message ignored');
         return;
     }
+  }
+
+  /** The extra heartbeats of CLOCK_SYNC_BEATS_MS, from the `index`th, while `link` stays the active stream. */
+  private syncClock(link: StreamLink, index: number): void {
+    if (this.clockSyncTimer !== undefined) clearTimeout(this.clockSyncTimer);
+    this.clockSyncTimer = undefined;
+    const at = CLOCK_SYNC_BEATS_MS[index];
+    if (at === undefined) return;
+    const after = index === 0 ? at : at - CLOCK_SYNC_BEATS_MS[index - 1]!;
+    this.clockSyncTimer = setTimeout(() => {
+      this.clockSyncTimer = undefined;
+      if (this.state.kind !== 'open' || this.state.link !== link) return;
+      this.beat();
+      this.syncClock(link, index + 1);
+    }, after);
   }
 
   private onWelcome(link: StreamLink, welcome: WelcomeInfo): void {
@@ -615,11 +653,23 @@ export class AgentSession {
     const now = this.now();
     // A lease whose start has come is tried at once, unless the queue is known to be waiting for a slot
     // (then a slot that frees starts it, and the timer is for giving it back).
+    const arming = ++this.startArming;
     const at = this.keeper.nextStart(now, this.startsBlocked ? this.releaseAt : () => now);
     if (at === undefined) return;
-    // Whole milliseconds, rounded up: a timer may fire up to a millisecond before its delay,
-    // and startDue only takes what is due, so an early firing re-arms for the rest.
-    this.startTimer = setTimeout(() => this.startDue(), Math.max(0, Math.ceil(at - now)));
+    const wait = at - now;
+    if (wait <= START_SPIN_MS) this.startAt(at, arming);
+    else this.startTimer = setTimeout(() => this.startAt(at, arming), Math.floor(wait - START_SPIN_MS));
+  }
+
+  /** Runs startDue once this thread's clock reads `at`, waiting the last stretch turn by turn (START_SPIN_MS). */
+  private startAt(at: number, arming: number): void {
+    this.startTimer = undefined;
+    if (arming !== this.startArming || this.state.kind === 'closed') return;
+    if (this.now() < at) {
+      setImmediate(() => this.startAt(at, arming));
+      return;
+    }
+    this.startDue();
   }
 
   /**
@@ -628,6 +678,7 @@ export class AgentSession {
    * queue stopped moving for (START_GRACE_MS).
    */
   private startDue(): void {
+    if (this.startTimer !== undefined) clearTimeout(this.startTimer);
     this.startTimer = undefined;
     const now = this.now();
     const { offers, queued } = this.keeper.startDue(now, this.config.capacity - this.keeper.handlerSlotsInUse());
@@ -897,7 +948,10 @@ export class AgentSession {
     this.enter({ kind: 'closed', reason }); // clears the heartbeat and any dial backoff
     if (this.trustTimer !== undefined) clearTimeout(this.trustTimer);
     if (this.startTimer !== undefined) clearTimeout(this.startTimer);
+    if (this.clockSyncTimer !== undefined) clearTimeout(this.clockSyncTimer);
     this.startTimer = undefined;
+    this.clockSyncTimer = undefined;
+    this.startArming++;
     this.trustTimer = undefined;
     if (this.work.kind === 'flushing') clearTimeout(this.work.deadline);
     const links = new Set(this.retired);

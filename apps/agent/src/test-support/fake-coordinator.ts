@@ -190,7 +190,7 @@ export class FakeStream {
           kind: {
             case: 'welcome',
             // The fake's database clock is its wall clock, read exactly (no error, nothing held back).
-            value: { coordinatorId: this.fake.coordinatorId, leaseMs: this.fake.leaseMs, heartbeatIntervalMs: this.fake.heartbeatIntervalMs, dbTimeMs: Date.now() },
+            value: { coordinatorId: this.fake.coordinatorId, leaseMs: this.fake.leaseMs, heartbeatIntervalMs: this.fake.heartbeatIntervalMs, dbTimeMs: this.fake.dbClock ? Date.now() : 0 },
           },
         });
         if (kind.value.heldLeases.length > 0) this.renewReply(0n, kind.value.heldLeases);
@@ -225,7 +225,7 @@ export class FakeStream {
       }
       else if (decision.kind === 'lost') statuses.push({ ...ref, state: { case: 'lost', value: { reason: decision.reason } } });
     }
-    this.send({ kind: { case: 'renewReply', value: { seq, statuses, dbTimeMs: Date.now() } } });
+    this.send({ kind: { case: 'renewReply', value: { seq, statuses, dbTimeMs: this.fake.dbClock ? Date.now() : 0 } } });
   }
 }
 
@@ -235,6 +235,13 @@ export interface FakeCoordinatorOptions {
   readonly coordinatorId?: string;
   /** 0 (default) picks a free port. */
   readonly port?: number;
+  /**
+   * Welcome and RenewReply carry the database clock (default), as a coordinator
+   * that pre-dispatches does; the agent then takes extra clock readings right
+   * after Welcome. false: as one that does not (db_time_ms 0), for tests that
+   * count heartbeats from the first.
+   */
+  readonly dbClock?: boolean;
 }
 
 export class FakeCoordinator {
@@ -242,6 +249,7 @@ export class FakeCoordinator {
   readonly leaseMs: number;
   readonly heartbeatIntervalMs: number;
   readonly coordinatorId: string;
+  readonly dbClock: boolean;
   /** Answer Hello with Welcome (and the seq-0 RenewReply for held leases). */
   autoWelcome = true;
   /** Answer heartbeats at all. */
@@ -263,6 +271,7 @@ export class FakeCoordinator {
     this.leaseMs = options.leaseMs ?? 600;
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 200;
     this.coordinatorId = options.coordinatorId ?? `fake-${port}`;
+    this.dbClock = options.dbClock ?? true;
     this.renew = () => ({ kind: 'held', remainingMs: this.leaseMs });
   }
 
