@@ -27,8 +27,9 @@ import { runW9, type W9Result } from './w9';
 
 const USAGE = `Usage: npm run bench -- [options]
   (default)            full mode: the issue's sizes, 3 interleaved rounds (< 30 min)
-  --quick              full mode's W1 warm-up, spikes and million, 1 round (spikes measured 3 times), smaller
-                       W4/W6/W8, peers' tuned variant only: under 5 minutes
+  --quick              full mode's W1 warm-up, spikes and million; W1 once, the spikes in 3 rounds of
+                       fresh systems as in full mode, W5 once, smaller W4/W6/W8, peers' tuned variant
+                       only: under 5 minutes
   --smoke              tiny sizes, peers' tuned variant only (CI; under a minute)
   --rounds N           rounds of W1/W2/W3/W5/W6/W7 (W4 always runs once)
   --slots PxS          worker processes x slots each for W1/W2/W3/W5 (default 2x256; a diagnostic:
@@ -218,7 +219,7 @@ function rotate<T>(items: T[], by: number): T[] {
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  const sizes: Sizes = { ...sizesFor(args.mode), ...(args.rounds ? { rounds: args.rounds } : {}), ...(args.slots ?? {}), ...(args.w6Large ? { w6LargeFuture: W6_LARGE_FUTURE } : {}) };
+  const sizes: Sizes = { ...sizesFor(args.mode), ...(args.rounds ? { rounds: args.rounds, spikeRounds: args.rounds, w5Rounds: args.rounds } : {}), ...(args.slots ?? {}), ...(args.w6Large ? { w6LargeFuture: W6_LARGE_FUTURE } : {}) };
   const started = Date.now();
   // Read before anything runs: the working tree may move on during a 25-minute run.
   const measuredBuild = kairosVersion();
@@ -244,7 +245,7 @@ async function main(): Promise<void> {
   const profileDir = args.cpuProf ? path.join(args.resultsDir, `profiles-${stamp}`) : undefined;
   if (profileDir) await mkdir(profileDir, { recursive: true });
 
-  log(`mode ${args.mode}, ${sizes.rounds} round(s), configs ${configs.map((c) => c.id).join(', ')}, workloads ${[...args.only].join(',')}`);
+  log(`mode ${args.mode}, ${sizes.rounds} round(s)${sizes.spikeRounds !== sizes.rounds ? ` (W2/W3: ${sizes.spikeRounds}, W5: ${sizes.w5Rounds})` : ''}, configs ${configs.map((c) => c.id).join(', ')}, workloads ${[...args.only].join(',')}`);
   let cluster: BenchCluster | undefined;
   const cleanup = async () => {
     await stopAllWorkers().catch(() => undefined);
@@ -293,10 +294,11 @@ async function main(): Promise<void> {
         log(`  ${system}: seeded and vacuumed in ${(templateMs[system]! / 1000).toFixed(1)} s`);
       }
     }
-    for (let r = 0; r < sizes.rounds; r++) {
+    const allRounds = runMillionPhase ? Math.max(sizes.rounds, sizes.spikeRounds) : sizes.rounds;
+    for (let r = 0; r < allRounds; r++) {
       const order = rotate(configs, r);
-      log(`round ${r + 1}/${sizes.rounds}: ${order.map((c) => c.id).join(' -> ')}`);
-      if (runW1Phase) {
+      log(`round ${r + 1}/${allRounds}: ${order.map((c) => c.id).join(' -> ')}`);
+      if (runW1Phase && r < sizes.rounds) {
         for (const config of order) (raw.w1[config.id] ??= []).push(await runW1(ctx, config, r));
       }
       if (runMillionPhase) {
@@ -305,12 +307,13 @@ async function main(): Promise<void> {
         const claimed = new Set<string>();
         for (const config of order) {
           const w6Key = config.variant === 'retention' ? config.id : config.system;
-          const w6 = millionWants.w6 && !claimed.has(w6Key);
+          const w6 = millionWants.w6 && r < sizes.rounds && !claimed.has(w6Key);
           if (w6) claimed.add(w6Key);
-          (raw.million[config.id] ??= []).push(await runMillion(ctx, config, r, { ...millionWants, w6 }));
+          const w5 = millionWants.w5 && r < sizes.w5Rounds;
+          (raw.million[config.id] ??= []).push(await runMillion(ctx, config, r, { ...millionWants, w6, w5 }));
         }
       }
-      if (want('w6')) {
+      if (want('w6') && r < sizes.rounds) {
         for (const system of rotate(args.systems, r)) (raw.w6small[system] ??= []).push(await runW6Small(ctx, system, r));
       }
     }

@@ -310,7 +310,7 @@ function markdownTable(configs: SystemConfig[], figures: Record<string, Figures>
   lines.push(
     `Sizes: W1 ${sizes.w1Jobs} jobs (the first ${sizes.w1WarmupJobs} not measured: warm-up); spikes ${sizes.spikeSmall} and ${sizes.spikeLarge} among ${sizes.futureJobs} future jobs; ` +
       `W4 ${sizes.w4.jobs} x ${sizes.w4.sleepMs} ms on ${sizes.w4.slotsLow} and ${sizes.w4.slotsHigh} slots; ` +
-      `${sizes.processes} x ${sizes.slotsPerProcess} slots for W1-W3/W5; medians of ${sizes.rounds} round(s).`,
+      `${sizes.processes} x ${sizes.slotsPerProcess} slots for W1-W3/W5; medians of ${sizes.rounds} round(s)${sizes.spikeRounds !== sizes.rounds ? ` (W2/W3: ${sizes.spikeRounds}, W5: ${sizes.w5Rounds})` : ''}.`,
   );
   const large = [...new Set(configs.map((c) => c.system))].flatMap((system) => {
     const r = configs.map((c) => (c.system === system ? figures[c.id]?.w6Large : undefined)).find((v) => v !== undefined);

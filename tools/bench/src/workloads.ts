@@ -391,17 +391,15 @@ export async function runMillion(
         result.w2Cold = await spike(ctx, driver, pool, url, sizes.spikeSmall, system);
         ctx.log(`  W2 (first spike, cold) ${config.id}: min ${result.w2Cold.minMs} p50 ${result.w2Cold.p50Ms} p99 ${result.w2Cold.p99Ms} max ${result.w2Cold.maxMs} drain ${result.w2Cold.drainMs} ms`);
         await resetStatements(ctx);
-        result.w2 = await medianSpike(sizes.spikeRepeats, () => spike(ctx, driver, pool, url, sizes.spikeSmall, system));
+        result.w2 = await spike(ctx, driver, pool, url, sizes.spikeSmall, system);
         const top = await topStatements(ctx, db);
         if (top) statements.w2 = top;
         ctx.log(`  W2 ${config.id}: min ${result.w2.minMs} p50 ${result.w2.p50Ms} p99 ${result.w2.p99Ms} max ${result.w2.maxMs} drain ${result.w2.drainMs} ms; CPU s ${JSON.stringify(result.w2.cpu)}${result.w2.claimLag ? `; claim lag p50 ${result.w2.claimLag.p50Ms} p99 ${result.w2.claimLag.p99Ms} ms` : ''}${result.w2.assignLag ? `; at agent min ${result.w2.assignLag.minMs} p50 ${result.w2.assignLag.p50Ms} p99 ${result.w2.assignLag.p99Ms}; exec p50 ${result.w2.execLag?.p50Ms} p99 ${result.w2.execLag?.p99Ms}` : ''}`);
       }
       if (want.w3) {
         await resetStatements(ctx);
-        result.w3 = await medianSpike(sizes.spikeRepeats, async () => {
-          await vacuumAnalyze(url);
-          return spike(ctx, driver, pool, url, sizes.spikeLarge, system);
-        });
+        await vacuumAnalyze(url);
+        result.w3 = await spike(ctx, driver, pool, url, sizes.spikeLarge, system);
         const top = await topStatements(ctx, db);
         if (top) statements.w3 = top;
         ctx.log(`  W3 ${config.id}: min ${result.w3.minMs} p50 ${result.w3.p50Ms} p99 ${result.w3.p99Ms} max ${result.w3.maxMs} drain ${result.w3.drainMs} ms; CPU s ${JSON.stringify(result.w3.cpu)}${result.w3.claimLag ? `; claim lag p50 ${result.w3.claimLag.p50Ms} p99 ${result.w3.claimLag.p99Ms} ms` : ''}${result.w3.assignLag ? `; at agent min ${result.w3.assignLag.minMs} p50 ${result.w3.assignLag.p50Ms} p99 ${result.w3.assignLag.p99Ms}; exec p50 ${result.w3.execLag?.p50Ms} p99 ${result.w3.execLag?.p99Ms}` : ''}`);
@@ -459,14 +457,6 @@ async function idleLatency(ctx: BenchContext, system: RunningSystem): Promise<No
     : {};
   collector.forget(phase);
   return { ...lagFigures(lags), ...split };
-}
-
-/** Measures a spike `repeats` times in a row and keeps the one with the median p99 (sizes.spikeRepeats). */
-async function medianSpike<T extends { p99Ms: number | null }>(repeats: number, measure: () => Promise<T>): Promise<T> {
-  const results: T[] = [];
-  for (let i = 0; i < repeats; i++) results.push(await measure());
-  results.sort((a, b) => (a.p99Ms ?? Infinity) - (b.p99Ms ?? Infinity));
-  return results[Math.floor((results.length - 1) / 2)]!;
 }
 
 export async function spike(

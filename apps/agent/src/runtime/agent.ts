@@ -135,7 +135,8 @@ class AgentRuntime implements RunningAgent, SessionListeners {
       hooks: {
         onStarted: (offer) => {
           this.post({ type: 'started', lease: keyOf(offer) });
-          this.events.emit('started', runInfo(offer));
+          // Per-run events cost an object each even with no listener: built only when someone listens.
+          if (this.events.listenerCount('started') > 0) this.events.emit('started', runInfo(offer));
         },
         onDecided: (offer, result, durationMs) => this.onDecided(offer, result, durationMs),
       },
@@ -188,7 +189,7 @@ class AgentRuntime implements RunningAgent, SessionListeners {
   }
 
   private onOffer(offer: LeaseOffer): void {
-    this.events.emit('assigned', runInfo(offer));
+    if (this.events.listenerCount('assigned') > 0) this.events.emit('assigned', runInfo(offer));
     if (this.lifecycle.kind !== 'running') {
       this.post({ type: 'release', lease: keyOf(offer), reason: 'agent is draining' });
       return;
@@ -223,17 +224,22 @@ class AgentRuntime implements RunningAgent, SessionListeners {
     if (this.reporting && result.kind !== 'lease-lost') {
       this.post({ type: 'outcome', lease: keyOf(offer), result: result.kind, error: error ?? '', finishedAtMs: Date.now(), traceparent: offer.traceparent ?? null });
     }
-    const span = this.runSpans.get(leaseId(offer));
+    const span = this.runSpans.size > 0 ? this.runSpans.get(leaseId(offer)) : undefined;
     if (span !== undefined) {
       this.runSpans.delete(leaseId(offer));
       span.setAttributes({ 'kairos.run.result': result.kind });
       span.end(result.kind === 'succeeded' ? {} : { error: error ?? result.kind });
     }
-    const fields = { jobId: offer.jobId, runId: offer.runId, task: offer.task, result: result.kind, durationMs: Math.round(durationMs) };
+    const succeeded = result.kind === 'succeeded';
     // Successful runs are in the runs table; at info level the log would carry one line per job.
-    if (result.kind === 'succeeded') this.logger.debug(fields, 'run finished');
-    else this.logger.warn({ ...fields, error: error ?? (result.kind === 'lease-lost' ? result.reason : undefined) }, 'run finished');
-    this.events.emit('finished', { ...runInfo(offer), result: result.kind, ...(error === undefined ? {} : { error }), durationMs });
+    if (!succeeded || this.logger.isLevelEnabled('debug')) {
+      const fields = { jobId: offer.jobId, runId: offer.runId, task: offer.task, result: result.kind, durationMs: Math.round(durationMs) };
+      if (succeeded) this.logger.debug(fields, 'run finished');
+      else this.logger.warn({ ...fields, error: error ?? (result.kind === 'lease-lost' ? result.reason : undefined) }, 'run finished');
+    }
+    if (this.events.listenerCount('finished') > 0) {
+      this.events.emit('finished', { ...runInfo(offer), result: result.kind, ...(error === undefined ? {} : { error }), durationMs });
+    }
   }
 
   private emitSessionEvent(event: SessionEvent): void {
