@@ -11,6 +11,7 @@ export type {
   LeaseLostReason,
   CompletionReport,
   CompleteResult,
+  ReleasedLease,
   ReleaseResult,
   WithdrawOutcome,
   WithdrawRequest,

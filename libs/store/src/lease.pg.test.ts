@@ -162,6 +162,31 @@ describe('lease statements', () => {
       expect((await jobRow(db.pool, held)).lease_until.getTime()).toBe(T0.getTime() + LEASE_MS);
       expect(await jobRow(db.pool, moved)).toEqual(before);
     });
+
+    it('answers a lease with more than five sixths of its length left without writing its row; older ones and aborted ones are extended', async () => {
+      const sixth = Math.round(LEASE_MS / 6);
+      const fresh = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 1, leaseUntil: at(T0, LEASE_MS - sixth + 50) });
+      const older = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 1, leaseUntil: at(T0, LEASE_MS - sixth - 50) });
+      const aborted = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 1, leaseUntil: at(T0, LEASE_MS - 100) });
+      await db.pool.query(`UPDATE jobs SET abort_requested_at = $2, abort_requested_by = 'test' WHERE id = $1`, [aborted, at(T0, -1)]);
+      const version = async (id: string) => (await db.pool.query('SELECT xmin::text AS v, lease_until, updated_at FROM jobs WHERE id = $1', [id])).rows[0];
+      const [freshBefore, abortedBefore] = [await version(fresh), await version(aborted)];
+
+      const results = await store.lease.renew(
+        [fresh, older, aborted].map((jobId) => ({ ...FIXTURE_HOLDER, jobId, leaseGeneration: 1 })),
+        LEASE_MS,
+        T0,
+      );
+      expect(results).toEqual([
+        { kind: 'renewed', jobId: fresh, leaseGeneration: 1, remainingMs: LEASE_MS - sixth + 50, abortRequested: false },
+        { kind: 'renewed', jobId: older, leaseGeneration: 1, remainingMs: LEASE_MS, abortRequested: false },
+        { kind: 'renewed', jobId: aborted, leaseGeneration: 1, remainingMs: LEASE_MS, abortRequested: true },
+      ]);
+      // The fresh one: the same row version, not merely the same values.
+      expect(await version(fresh)).toEqual(freshBefore);
+      expect((await jobRow(db.pool, older)).lease_until.getTime()).toBe(T0.getTime() + LEASE_MS);
+      expect((await version(aborted)).v).not.toBe(abortedBefore.v);
+    });
   });
 
   describe('holders', () => {
@@ -455,6 +480,25 @@ describe('lease statements', () => {
       expect(await runRows(db.pool, id)).toMatchObject([{ outcome: 'CANCELLED', error: 'released before start: agent draining' }]);
       const [again] = await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w', tasks: ['noop'], limit: 1, leaseMs: LEASE_MS, now: T0 });
       expect(again).toMatchObject({ attempt: 1, leaseGeneration: 2 });
+    });
+
+    it("records each lease's own reason in its run, and the call's for a lease that gives none", async () => {
+      const queued = await insertJob(db.pool, { state: 'CLAIMED', attempt: 1, leaseGeneration: 1, nextRunAt: at(T0, -10) });
+      const withdrawn = await insertJob(db.pool, { state: 'CLAIMED', attempt: 1, leaseGeneration: 4, nextRunAt: at(T0, -10) });
+      const plain = await insertJob(db.pool, { state: 'CLAIMED', attempt: 1, leaseGeneration: 2, nextRunAt: at(T0, -10) });
+      const results = await store.lease.release(
+        [
+          { ...FIXTURE_HOLDER, jobId: queued, leaseGeneration: 1, reason: 'no free slot' },
+          { ...FIXTURE_HOLDER, jobId: withdrawn, leaseGeneration: 4, reason: 'withdrawn before its start' },
+          { ...FIXTURE_HOLDER, jobId: plain, leaseGeneration: 2 },
+        ],
+        'agent gave the lease back',
+        T0,
+      );
+      expect(results.map((r) => r.kind)).toEqual(['released', 'released', 'released']);
+      expect((await runRows(db.pool, queued)).map((run) => run.error)).toEqual(['released before start: no free slot']);
+      expect((await runRows(db.pool, withdrawn)).map((run) => run.error)).toEqual(['released before start: withdrawn before its start']);
+      expect((await runRows(db.pool, plain)).map((run) => run.error)).toEqual(['released before start: agent gave the lease back']);
     });
   });
 

@@ -462,6 +462,8 @@ describe('agent session', () => {
       const released = await log.wait('released', (i) => i.jobId === 'stuck');
       expect(released.reason).toBe('no free slot: the start queue did not move for 200 ms');
       expect(stream.releases().map((r) => r.jobId)).toEqual(['stuck']);
+      // The reason travels in the Release, for the released run's record.
+      expect(stream.releaseReasons()).toEqual(['no free slot: the start queue did not move for 200 ms']);
       controlled.finish('busy');
       await log.wait('outcome-acked', (i) => i.jobId === 'busy');
       expect(log.find('started', (i) => i.jobId === 'stuck')).toBeUndefined();

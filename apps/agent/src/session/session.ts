@@ -800,7 +800,14 @@ export class AgentSession {
    */
   private giveBack(link: StreamLink | undefined, items: ReadonlyArray<{ key: LeaseKey; reason: string }>, what: 'assignment' | 'lease'): void {
     if (items.length === 0) return;
-    link?.write({ kind: { case: 'release', value: { leases: items.map(({ key }) => leaseRefOf(key)) } } });
+    // One Release per reason: the coordinator records it in each released run.
+    const byReason = new Map<string, LeaseKey[]>();
+    for (const { key, reason } of items) {
+      const keys = byReason.get(reason);
+      if (keys === undefined) byReason.set(reason, [key]);
+      else keys.push(key);
+    }
+    for (const [reason, keys] of byReason) link?.write({ kind: { case: 'release', value: { leases: keys.map(leaseRefOf), reason } } });
     for (const { key, reason } of items) {
       if (what === 'assignment') this.log('warn', { lease: leaseId(key), reason }, 'assignment released unstarted');
       else this.log('info', { lease: leaseId(key), reason }, 'lease released unstarted');

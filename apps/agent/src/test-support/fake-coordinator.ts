@@ -167,6 +167,11 @@ export class FakeStream {
     return this.of('release').flatMap((message) => message.leases);
   }
 
+  /** The reason of each Release message, in order. */
+  releaseReasons(): string[] {
+    return this.of('release').map((message) => message.reason);
+  }
+
   get drainingReceived(): boolean {
     return this.of('draining').length > 0;
   }

@@ -35,6 +35,20 @@ export function leaseFromWire({ jobId, leaseGeneration }: Pick<WireLeaseRef, 'jo
   return { kind: 'ok', ref: { jobId: jobId.toLowerCase(), leaseGeneration: Number(leaseGeneration) } };
 }
 
+/** Release.reason kept at most (characters). */
+export const MAX_RELEASE_REASON_CHARS = 200;
+
+/**
+ * An agent's Release.reason as recorded in the released runs: control
+ * characters replaced by spaces, at most MAX_RELEASE_REASON_CHARS, trimmed;
+ * undefined when nothing is left (the store's default reason applies).
+ */
+export function releaseReasonFromWire(reason: string): string | undefined {
+  // eslint-disable-next-line no-control-regex
+  const clean = [...reason.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ')].slice(0, MAX_RELEASE_REASON_CHARS).join('').trim();
+  return clean === '' ? undefined : clean;
+}
+
 export type CompletionWithoutHolder = Omit<CompletionReport, 'owner' | 'tokenId'>;
 
 export type WireOutcome =

@@ -39,6 +39,7 @@ import {
   malformedRenewStatus,
   outcomeAck,
   outcomeFromWire,
+  releaseReasonFromWire,
   renewStatus,
   type CompletionWithoutHolder,
 } from './agent-wire';
@@ -263,7 +264,9 @@ export function connectHandler(deps: AgentStreamDeps) {
         }
         case 'release':
           if (tooMany('release.leases', kind.value.leases.length, agent)) return;
-          dispatcher.release(session, wellFormed(kind.value.leases.map(leaseFromWire))).catch(report('release'));
+          dispatcher
+            .release(session, wellFormed(kind.value.leases.map(leaseFromWire)), releaseReasonFromWire(kind.value.reason))
+            .catch(report('release'));
           return;
         case 'withdrawRefused':
           if (tooMany('withdraw_refused.leases', kind.value.leases.length, agent)) return;

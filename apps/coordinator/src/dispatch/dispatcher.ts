@@ -43,6 +43,7 @@ import type {
   CompletionReport,
   HeldLeaseRef,
   LeaseRef,
+  ReleasedLease,
   ReleaseResult,
   RenewResult,
   Store,
@@ -69,7 +70,8 @@ export interface Dispatcher {
   renew(session: AgentSession, leases: readonly LeaseRef[], listing: { complete: boolean; intervalMs: number }): Promise<RenewResult[]>;
   /** Records outcomes (fenced); answers with one ack per outcome. */
   complete(session: AgentSession, outcomes: readonly CompletionWithoutHolder[]): Promise<CompleteResult[]>;
-  release(session: AgentSession, leases: readonly LeaseRef[]): Promise<void>;
+  /** The agent gave `leases` back unstarted; `reason` (its words, checked at the edge) goes into each released run. */
+  release(session: AgentSession, leases: readonly LeaseRef[], reason?: string): Promise<void>;
   /** Something may have become claimable: run a claim round soon. */
   wake(): void;
   /**
@@ -180,7 +182,7 @@ export function createDispatcher(deps: {
     { isolate },
   );
   const completions = groupCommit<CompletionReport, CompleteResult>((reports) => store.lease.complete(reports), { isolate });
-  const releases = groupCommit<HeldLeaseRef, ReleaseResult>((leases) => store.lease.release(leases, 'agent gave the lease back'), {
+  const releases = groupCommit<ReleasedLease, ReleaseResult>((leases) => store.lease.release(leases, 'agent gave the lease back'), {
     isolate,
   });
 
@@ -503,10 +505,11 @@ export function createDispatcher(deps: {
       wake();
       return results;
     },
-    async release(session, leases) {
+    async release(session, leases, reason) {
       const agent = agentOf(session);
       if (!agent) return;
-      countForeign(agent, 'release', await releases.submit(heldBy(agent, leases)));
+      const given = reason === undefined ? heldBy(agent, leases) : heldBy(agent, leases).map((lease) => ({ ...lease, reason }));
+      countForeign(agent, 'release', await releases.submit(given));
       for (const lease of leases) session.held.delete(leaseKey(lease.jobId, lease.leaseGeneration));
       wake();
     },

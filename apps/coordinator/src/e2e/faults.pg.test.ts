@@ -89,13 +89,21 @@ describe('faults, end to end', () => {
     await untilJob(api, jobId, (job) => job.state === 'COMPLETED', 'completed by the healthy agent');
 
     paused.signal('SIGCONT');
-    // The woken agent notices its lease is gone and aborts the handler.
-    await paused.waitForLine((line) => line.msg === 'lease lost' && line.reason === 'trust-window', 10_000);
-    // Its late report (generation 1) reaches the coordinator and is rejected by the fence.
-    await coordinator.proc.waitForLine(
-      (line) => String(line.msg).startsWith('stale outcome rejected') && line.jobId === jobId && line.leaseGeneration === 1,
-      10_000,
-    );
+    // The woken agent notices its lease is gone and aborts the handler. Two orders are legal: its
+    // trust window ran out while it was stopped (the timer fires first), or the coordinator's Revoke
+    // (EXPIRED), which arrived meanwhile, is read first when the thread was not idle at SIGSTOP.
+    const lost = await paused.waitForLine((line) => line.msg === 'lease lost' && line.lease === `${jobId}@1`, 10_000);
+    if (lost.reason === 'trust-window') {
+      // Its late report (generation 1) reaches the coordinator and is rejected by the fence.
+      await coordinator.proc.waitForLine(
+        (line) => String(line.msg).startsWith('stale outcome rejected') && line.jobId === jobId && line.leaseGeneration === 1,
+        10_000,
+      );
+    } else {
+      expect(lost).toMatchObject({ reason: 'expired', source: 'revoke' });
+      // Revoked: the agent reports nothing for it.
+      await paused.waitForLine((line) => line.msg === 'outcome dropped: lease no longer held' && line.lease === `${jobId}@1`, 10_000);
+    }
 
     const runs = await runsOf(jobId);
     expect(runs.map((r) => [r.worker_id, r.outcome, Number(r.lease_generation)])).toEqual([

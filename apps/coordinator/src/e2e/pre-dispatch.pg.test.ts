@@ -272,7 +272,8 @@ describe('pre-dispatched leases, end to end', () => {
             ['CANCELLED', 'agent-q'],
             ['SUCCEEDED', 'agent-free'],
           ]);
-          expect(runs[0].error).toContain('released before start');
+          // The agent's own reason, carried by Release.reason.
+          expect(runs[0].error).toBe('released before start: no free slot: the start queue did not move for 500 ms');
         }
         expect(receiver.callsTo('/queued-a')).toHaveLength(1);
         expect(receiver.callsTo('/queued-b')).toHaveLength(1);

@@ -23,7 +23,7 @@ import { requestAbort, type AbortRequestInput, type AbortResult } from './abort'
 import { cancelBackfill, startBackfill, type BackfillResult, type CancelBackfillResult } from './backfill';
 import { editJob, type EditResult, type JobEdit } from './edit';
 import { cancel, pause, resume, trigger, type CancelResult, type ControlResult } from './control';
-import { release, type ReleaseResult } from './release';
+import { release, type ReleasedLease, type ReleaseResult } from './release';
 import type { HeldLeaseRef } from './refs';
 import { renew, type RenewResult } from './renew';
 import { awaitWithdrawal, refuseWithdraw, releaseHold, requestWithdraw, type WithdrawOutcome, type WithdrawRequest } from './withdraw';
@@ -35,7 +35,7 @@ export type { CancelResult, ControlResult } from './control';
 export type { EditResult, JobEdit } from './edit';
 export { MAX_BACKFILL_OCCURRENCES, type BackfillResult, type CancelBackfillResult } from './backfill';
 export { isJobId, type HeldLeaseRef, type LeaseRef } from './refs';
-export type { ReleaseResult } from './release';
+export type { ReleasedLease, ReleaseResult } from './release';
 export { WITHDRAW_HOLD_MS, type WithdrawOutcome, type WithdrawRequest } from './withdraw';
 export { DEFAULT_ABORT_GRACE_MS, type LeaseLostReason, type RenewResult } from './renew';
 export type { CompleteResult, CompletionReport, ReapResult } from './settlement';
@@ -46,7 +46,7 @@ export interface LeaseStatements {
   /** `abortGraceMs`: how far past an abort request an aborted lease may still be extended (renew.ts). */
   renew(leases: readonly HeldLeaseRef[], leaseMs: number, now?: Date, abortGraceMs?: number): Promise<RenewResult[]>;
   complete(reports: readonly CompletionReport[], now?: Date): Promise<CompleteResult[]>;
-  release(leases: readonly HeldLeaseRef[], reason: string, now?: Date): Promise<ReleaseResult[]>;
+  release(leases: readonly ReleasedLease[], reason: string, now?: Date): Promise<ReleaseResult[]>;
   reapExpired(options?: { limit?: number; now?: Date }): Promise<ReapResult>;
   /** `skipped`: jobs moved on; `occurrences`: runs recorded SKIPPED. */
   skipMisfired(options?: { thresholdMs?: number; limit?: number; now?: Date }): Promise<{ skipped: number; occurrences: number }>;

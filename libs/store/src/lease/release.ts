@@ -15,8 +15,16 @@ import { WITHDRAW_HOLD_MS } from './withdraw';
 
 export type ReleaseResult = { kind: 'released' | 'stale' | 'not-owner'; jobId: string; leaseGeneration: number };
 
-export async function release(pool: Pool, leases: readonly HeldLeaseRef[], reason: string, now?: Date): Promise<ReleaseResult[]> {
+/** A lease given back, with the holder's reason when it gave one (else the call's). */
+export type ReleasedLease = HeldLeaseRef & { readonly reason?: string };
+
+/**
+ * Gives back `leases`; each released run is CANCELLED with the error
+ * "released before start: <reason>", the lease's own reason or else `reason`.
+ */
+export async function release(pool: Pool, leases: readonly ReleasedLease[], reason: string, now?: Date): Promise<ReleaseResult[]> {
   const valid = leases.filter(isWellFormed);
+  const errorOf = (lease: ReleasedLease) => truncateError(`released before start: ${lease.reason || reason}`);
   const released = new Set<string>();
   if (valid.length > 0) {
     const { rows } = await pool.query(
@@ -31,14 +39,16 @@ export async function release(pool: Pool, leases: readonly HeldLeaseRef[], reaso
          WHERE j.id = locked.id
          RETURNING j.id, j.lease_generation
        ), runs_closed AS (
-         UPDATE runs r SET outcome = 'CANCELLED', finished_at = ${NOW(1)}, error = $6,
+         UPDATE runs r SET outcome = 'CANCELLED', finished_at = ${NOW(1)}, error = why.error,
            -- A pre-dispatched run was stamped with its due instant; released, it never started.
            started_at = least(r.started_at, ${NOW(1)})
-         FROM released WHERE r.job_id = released.id AND r.lease_generation = released.lease_generation
+         FROM released JOIN unnest($2::uuid[], $3::bigint[], $6::text[]) AS why(id, generation, error)
+           ON why.id = released.id AND why.generation = released.lease_generation
+         WHERE r.job_id = released.id AND r.lease_generation = released.lease_generation
            AND r.outcome = 'RUNNING'
        )
        SELECT id, lease_generation FROM released`,
-      [now ?? null, ...holderArrays(valid), truncateError(`released before start: ${reason}`)],
+      [now ?? null, ...holderArrays(valid), valid.map(errorOf)],
     );
     for (const row of rows) released.add(leaseKey(row.id, Number(row.lease_generation)));
   }
@@ -49,7 +59,7 @@ export async function release(pool: Pool, leases: readonly HeldLeaseRef[], reaso
   if (rest.length > 0) {
     const aborted = await complete(
       pool,
-      rest.map((lease) => ({ ...lease, outcome: 'CANCELLED' as const, error: `released before start: ${reason}` })),
+      rest.map((lease) => ({ ...lease, outcome: 'CANCELLED' as const, error: errorOf(lease) })),
       {},
       now,
     );

@@ -21,30 +21,54 @@ export type RenewResult =
   | { kind: 'lost'; jobId: string; leaseGeneration: number; reason: LeaseLostReason };
 
 /**
- * One UPDATE for a whole heartbeat. A lease is renewed only if the row is still
- * CLAIMED with the same generation: a lease that expired but was not yet reaped
- * is renewed too, which is safe because nobody else can hold it until the
- * generation moves. The remaining time is computed by the database and returned
- * as a duration, so the agent never compares its clock with ours.
+ * One statement for a whole heartbeat. A lease is renewed only if the row is
+ * still CLAIMED with the same generation: a lease that expired but was not yet
+ * reaped is renewed too, which is safe because nobody else can hold it until
+ * the generation moves. The remaining time is computed by the database and
+ * returned as a duration, so the agent never compares its clock with ours.
+ *
+ * A lease claimed or renewed within the last sixth of its length (FRESH_SHARE)
+ * is only read, not written: answered with the time it has left, its row
+ * untouched. Nothing but its holder can change such a lease meanwhile (a
+ * takeover needs it expired; an abort request makes it not fresh), so the
+ * answer needs no lock. Heartbeats at the normal interval (lease/3) always
+ * find it older and extend it; the ones this spares are those soon after a
+ * claim, a spike's thousands of pre-dispatched leases or the clock readings
+ * an agent takes right after connecting, which would otherwise rewrite every
+ * held row (a new row version and index entry each) for nothing.
  *
  * An aborted lease (abort.ts) is extended no further than the abort request
  * plus `abortGraceMs`: its holder has that long to stop the handler and
  * report. Past it the lease is left to run out (0 ms left, which the agent
  * treats as lost) and the reaper settles the run.
  */
+const FRESH_SHARE = 6;
+const REMAINING_MS = `greatest(0, floor(extract(epoch FROM (j.lease_until - ${NOW(1)})) * 1000))::bigint`;
 const RENEW_SQL = `
-WITH locked AS (${lockInIdOrder(4)})
-UPDATE jobs j SET
-  lease_until = CASE WHEN j.abort_requested_at IS NULL
-    THEN ${NOW(1)} + make_interval(secs => $2::double precision / 1000)
-    ELSE GREATEST(j.lease_until, LEAST(${NOW(1)} + make_interval(secs => $2::double precision / 1000),
-                                       j.abort_requested_at + make_interval(secs => $3::double precision / 1000)))
-  END,
-  updated_at = ${NOW(1)}
-FROM locked
-WHERE j.id = locked.id
-RETURNING j.id, j.lease_generation, j.abort_requested_at IS NOT NULL AS abort_requested,
-  greatest(0, floor(extract(epoch FROM (j.lease_until - ${NOW(1)})) * 1000))::bigint AS remaining_ms`;
+WITH fresh AS (
+  SELECT j.id, j.lease_generation, ${REMAINING_MS} AS remaining_ms
+  FROM jobs j
+  JOIN unnest($4::uuid[], $5::bigint[], $6::text[], $7::uuid[]) AS r(id, generation, owner, token)
+    ON j.id = r.id AND j.lease_generation = r.generation AND j.lease_owner = r.owner
+      AND j.lease_token IS NOT DISTINCT FROM r.token
+  WHERE j.state = 'CLAIMED' AND j.abort_requested_at IS NULL
+    AND j.lease_until > ${NOW(1)} + make_interval(secs => $2::double precision * ${FRESH_SHARE - 1} / ${FRESH_SHARE} / 1000)
+), locked AS (${lockInIdOrder(4, 'AND NOT EXISTS (SELECT 1 FROM fresh WHERE fresh.id = j.id)')}
+), renewed AS (
+  UPDATE jobs j SET
+    lease_until = CASE WHEN j.abort_requested_at IS NULL
+      THEN ${NOW(1)} + make_interval(secs => $2::double precision / 1000)
+      ELSE GREATEST(j.lease_until, LEAST(${NOW(1)} + make_interval(secs => $2::double precision / 1000),
+                                         j.abort_requested_at + make_interval(secs => $3::double precision / 1000)))
+    END,
+    updated_at = ${NOW(1)}
+  FROM locked
+  WHERE j.id = locked.id
+  RETURNING j.id, j.lease_generation, j.abort_requested_at IS NOT NULL AS abort_requested, ${REMAINING_MS} AS remaining_ms
+)
+SELECT id, lease_generation, abort_requested, remaining_ms FROM renewed
+UNION ALL
+SELECT id, lease_generation, false, remaining_ms FROM fresh`;
 
 /** Default for `abortGraceMs`: how long the holder of an aborted lease keeps it to stop the handler. */
 export const DEFAULT_ABORT_GRACE_MS = 30_000;

@@ -874,7 +874,13 @@ func (x *LeaseOutcome) GetTraceparent() string {
 type Release struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The leases given back.
-	Leases        []*LeaseRef `protobuf:"bytes,1,rep,name=leases,proto3" json:"leases,omitempty"`
+	Leases []*LeaseRef `protobuf:"bytes,1,rep,name=leases,proto3" json:"leases,omitempty"`
+	// Why, in a few words (e.g. "no free slot: the start queue did not move
+	// for 500 ms"): recorded in each released run's error as "released before
+	// start: <reason>". The coordinator keeps the first 200 characters, without
+	// control characters; empty: "agent gave the lease back". Agents send one
+	// Release per distinct reason.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -914,6 +920,13 @@ func (x *Release) GetLeases() []*LeaseRef {
 		return x.Leases
 	}
 	return nil
+}
+
+func (x *Release) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 // Sent by the agent when it stops taking new work (on SIGTERM). The
@@ -2082,9 +2095,10 @@ const file_kairos_v1_agent_proto_rawDesc = "" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12;\n" +
 	"\vfinished_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12 \n" +
-	"\vtraceparent\x18\x06 \x01(\tR\vtraceparent\"6\n" +
+	"\vtraceparent\x18\x06 \x01(\tR\vtraceparent\"N\n" +
 	"\aRelease\x12+\n" +
-	"\x06leases\x18\x01 \x03(\v2\x13.kairos.v1.LeaseRefR\x06leases\"\n" +
+	"\x06leases\x18\x01 \x03(\v2\x13.kairos.v1.LeaseRefR\x06leases\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\n" +
 	"\n" +
 	"\bDraining\"\x89\x03\n" +
 	"\x12CoordinatorMessage\x12.\n" +

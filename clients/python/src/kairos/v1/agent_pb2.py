@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15kairos/v1/agent.proto\x12\tkairos.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"4\n\x08LeaseRef\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10lease_generation\x18\x02 \x01(\x04\"\x95\x02\n\x0c\x41gentMessage\x12!\n\x05hello\x18\x01 \x01(\x0b\x32\x10.kairos.v1.HelloH\x00\x12)\n\theartbeat\x18\x02 \x01(\x0b\x32\x14.kairos.v1.HeartbeatH\x00\x12\'\n\x08outcomes\x18\x03 \x01(\x0b\x32\x13.kairos.v1.OutcomesH\x00\x12%\n\x07release\x18\x04 \x01(\x0b\x32\x12.kairos.v1.ReleaseH\x00\x12\'\n\x08\x64raining\x18\x05 \x01(\x0b\x32\x13.kairos.v1.DrainingH\x00\x12\x36\n\x10withdraw_refused\x18\x06 \x01(\x0b\x32\x1a.kairos.v1.WithdrawRefusedH\x00\x42\x06\n\x04kind\"\xde\x01\n\x05Hello\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\r\n\x05tasks\x18\x02 \x03(\t\x12\x10\n\x08\x63\x61pacity\x18\x03 \x01(\r\x12(\n\x0bheld_leases\x18\x04 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\x12\x0f\n\x07version\x18\x05 \x01(\t\x12\x35\n\x0fpayload_schemas\x18\x06 \x03(\x0b\x32\x1c.kairos.v1.TaskPayloadSchema\x12\x14\n\x0cpre_dispatch\x18\x07 \x01(\x08\x12\x1a\n\x12pre_dispatch_queue\x18\x08 \x01(\r\"6\n\x11TaskPayloadSchema\x12\x0c\n\x04task\x18\x01 \x01(\t\x12\x13\n\x0bjson_schema\x18\x02 \x01(\t\"=\n\tHeartbeat\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12#\n\x06leases\x18\x02 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\"5\n\x08Outcomes\x12)\n\x08outcomes\x18\x01 \x03(\x0b\x32\x17.kairos.v1.LeaseOutcome\"\xb7\x01\n\x0cLeaseOutcome\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10lease_generation\x18\x02 \x01(\x04\x12(\n\x06result\x18\x03 \x01(\x0e\x32\x18.kairos.v1.HandlerResult\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12/\n\x0b\x66inished_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0btraceparent\x18\x06 \x01(\t\".\n\x07Release\x12#\n\x06leases\x18\x01 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\"\n\n\x08\x44raining\"\xc1\x02\n\x12\x43oordinatorMessage\x12%\n\x07welcome\x18\x01 \x01(\x0b\x32\x12.kairos.v1.WelcomeH\x00\x12-\n\x0b\x61ssignments\x18\x02 \x01(\x0b\x32\x16.kairos.v1.AssignmentsH\x00\x12,\n\x0brenew_reply\x18\x03 \x01(\x0b\x32\x15.kairos.v1.RenewReplyH\x00\x12.\n\x0coutcome_acks\x18\x04 \x01(\x0b\x32\x16.kairos.v1.OutcomeAcksH\x00\x12#\n\x06revoke\x18\x05 \x01(\x0b\x32\x11.kairos.v1.RevokeH\x00\x12!\n\x05\x64rain\x18\x06 \x01(\x0b\x32\x10.kairos.v1.DrainH\x00\x12\'\n\x08withdraw\x18\x07 \x01(\x0b\x32\x13.kairos.v1.WithdrawH\x00\x42\x06\n\x04kind\"\x91\x01\n\x07Welcome\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\t\x12\x10\n\x08lease_ms\x18\x02 \x01(\r\x12\x1d\n\x15heartbeat_interval_ms\x18\x03 \x01(\r\x12\x12\n\ndb_time_ms\x18\x04 \x01(\x01\x12\x18\n\x10\x64\x62_time_error_ms\x18\x05 \x01(\x01\x12\x0f\n\x07held_ms\x18\x06 \x01(\x01\"9\n\x0b\x41ssignments\x12*\n\x0b\x61ssignments\x18\x01 \x03(\x0b\x32\x15.kairos.v1.Assignment\"\xc1\x02\n\nAssignment\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x0c\n\x04task\x18\x03 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x05 \x01(\r\x12\x14\n\x0cmax_attempts\x18\x06 \x01(\r\x12\x18\n\x10lease_generation\x18\x07 \x01(\x04\x12\x1a\n\x12lease_remaining_ms\x18\x08 \x01(\r\x12\x12\n\ntimeout_ms\x18\t \x01(\r\x12\x31\n\rscheduled_for\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nanchor_seq\x18\x0b \x01(\x04\x12\x14\n\x0cpayload_json\x18\x0c \x01(\t\x12\x13\n\x0btraceparent\x18\r \x01(\t\x12\x13\n\x0bstart_at_ms\x18\x0e \x01(\x01J\x04\x08\x04\x10\x05R\x07payload\"\x82\x01\n\nRenewReply\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12(\n\x08statuses\x18\x02 \x03(\x0b\x32\x16.kairos.v1.LeaseStatus\x12\x12\n\ndb_time_ms\x18\x03 \x01(\x01\x12\x18\n\x10\x64\x62_time_error_ms\x18\x04 \x01(\x01\x12\x0f\n\x07held_ms\x18\x05 \x01(\x01\"\x97\x01\n\x0bLeaseStatus\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10lease_generation\x18\x02 \x01(\x04\x12\x16\n\x0cremaining_ms\x18\x03 \x01(\rH\x00\x12$\n\x04lost\x18\x04 \x01(\x0b\x32\x14.kairos.v1.LeaseLostH\x00\x12\x17\n\x0f\x61\x62ort_requested\x18\x05 \x01(\x08\x42\x07\n\x05state\"7\n\tLeaseLost\x12*\n\x06reason\x18\x01 \x01(\x0e\x32\x1a.kairos.v1.LeaseLostReason\"2\n\x0bOutcomeAcks\x12#\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x15.kairos.v1.OutcomeAck\"c\n\nOutcomeAck\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10lease_generation\x18\x02 \x01(\x04\x12+\n\x06result\x18\x03 \x01(\x0e\x32\x1b.kairos.v1.OutcomeAckResult\"Y\n\x06Revoke\x12#\n\x06leases\x18\x01 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\x12*\n\x06reason\x18\x02 \x01(\x0e\x32\x1a.kairos.v1.LeaseLostReason\"/\n\x08Withdraw\x12#\n\x06leases\x18\x01 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\"6\n\x0fWithdrawRefused\x12#\n\x06leases\x18\x01 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\"\x19\n\x05\x44rain\x12\x10\n\x08grace_ms\x18\x01 \x01(\r*\xa4\x01\n\rHandlerResult\x12\x1e\n\x1aHANDLER_RESULT_UNSPECIFIED\x10\x00\x12\x1c\n\x18HANDLER_RESULT_SUCCEEDED\x10\x01\x12\x19\n\x15HANDLER_RESULT_FAILED\x10\x02\x12\x1c\n\x18HANDLER_RESULT_TIMED_OUT\x10\x03\x12\x1c\n\x18HANDLER_RESULT_CANCELLED\x10\x04*\xbd\x01\n\x0fLeaseLostReason\x12!\n\x1dLEASE_LOST_REASON_UNSPECIFIED\x10\x00\x12&\n\"LEASE_LOST_REASON_STALE_GENERATION\x10\x01\x12\x1d\n\x19LEASE_LOST_REASON_EXPIRED\x10\x02\x12\x1f\n\x1bLEASE_LOST_REASON_CANCELLED\x10\x03\x12\x1f\n\x1bLEASE_LOST_REASON_NOT_FOUND\x10\x04*u\n\x10OutcomeAckResult\x12\"\n\x1eOUTCOME_ACK_RESULT_UNSPECIFIED\x10\x00\x12\x1f\n\x1bOUTCOME_ACK_RESULT_RECORDED\x10\x01\x12\x1c\n\x18OUTCOME_ACK_RESULT_STALE\x10\x02\x32U\n\x0c\x41gentService\x12\x45\n\x07\x43onnect\x12\x17.kairos.v1.AgentMessage\x1a\x1d.kairos.v1.CoordinatorMessage(\x01\x30\x01\x42l\n\rdev.kairos.v1B\nAgentProtoP\x01Z(kairos.dev/client/gen/kairos/v1;kairosv1\xaa\x02\tKairos.V1\xca\x02\tKairos\\V1\xea\x02\nKairos::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15kairos/v1/agent.proto\x12\tkairos.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"4\n\x08LeaseRef\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10lease_generation\x18\x02 \x01(\x04\"\x95\x02\n\x0c\x41gentMessage\x12!\n\x05hello\x18\x01 \x01(\x0b\x32\x10.kairos.v1.HelloH\x00\x12)\n\theartbeat\x18\x02 \x01(\x0b\x32\x14.kairos.v1.HeartbeatH\x00\x12\'\n\x08outcomes\x18\x03 \x01(\x0b\x32\x13.kairos.v1.OutcomesH\x00\x12%\n\x07release\x18\x04 \x01(\x0b\x32\x12.kairos.v1.ReleaseH\x00\x12\'\n\x08\x64raining\x18\x05 \x01(\x0b\x32\x13.kairos.v1.DrainingH\x00\x12\x36\n\x10withdraw_refused\x18\x06 \x01(\x0b\x32\x1a.kairos.v1.WithdrawRefusedH\x00\x42\x06\n\x04kind\"\xde\x01\n\x05Hello\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\r\n\x05tasks\x18\x02 \x03(\t\x12\x10\n\x08\x63\x61pacity\x18\x03 \x01(\r\x12(\n\x0bheld_leases\x18\x04 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\x12\x0f\n\x07version\x18\x05 \x01(\t\x12\x35\n\x0fpayload_schemas\x18\x06 \x03(\x0b\x32\x1c.kairos.v1.TaskPayloadSchema\x12\x14\n\x0cpre_dispatch\x18\x07 \x01(\x08\x12\x1a\n\x12pre_dispatch_queue\x18\x08 \x01(\r\"6\n\x11TaskPayloadSchema\x12\x0c\n\x04task\x18\x01 \x01(\t\x12\x13\n\x0bjson_schema\x18\x02 \x01(\t\"=\n\tHeartbeat\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12#\n\x06leases\x18\x02 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\"5\n\x08Outcomes\x12)\n\x08outcomes\x18\x01 \x03(\x0b\x32\x17.kairos.v1.LeaseOutcome\"\xb7\x01\n\x0cLeaseOutcome\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10lease_generation\x18\x02 \x01(\x04\x12(\n\x06result\x18\x03 \x01(\x0e\x32\x18.kairos.v1.HandlerResult\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12/\n\x0b\x66inished_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0btraceparent\x18\x06 \x01(\t\">\n\x07Release\x12#\n\x06leases\x18\x01 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\n\n\x08\x44raining\"\xc1\x02\n\x12\x43oordinatorMessage\x12%\n\x07welcome\x18\x01 \x01(\x0b\x32\x12.kairos.v1.WelcomeH\x00\x12-\n\x0b\x61ssignments\x18\x02 \x01(\x0b\x32\x16.kairos.v1.AssignmentsH\x00\x12,\n\x0brenew_reply\x18\x03 \x01(\x0b\x32\x15.kairos.v1.RenewReplyH\x00\x12.\n\x0coutcome_acks\x18\x04 \x01(\x0b\x32\x16.kairos.v1.OutcomeAcksH\x00\x12#\n\x06revoke\x18\x05 \x01(\x0b\x32\x11.kairos.v1.RevokeH\x00\x12!\n\x05\x64rain\x18\x06 \x01(\x0b\x32\x10.kairos.v1.DrainH\x00\x12\'\n\x08withdraw\x18\x07 \x01(\x0b\x32\x13.kairos.v1.WithdrawH\x00\x42\x06\n\x04kind\"\x91\x01\n\x07Welcome\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\t\x12\x10\n\x08lease_ms\x18\x02 \x01(\r\x12\x1d\n\x15heartbeat_interval_ms\x18\x03 \x01(\r\x12\x12\n\ndb_time_ms\x18\x04 \x01(\x01\x12\x18\n\x10\x64\x62_time_error_ms\x18\x05 \x01(\x01\x12\x0f\n\x07held_ms\x18\x06 \x01(\x01\"9\n\x0b\x41ssignments\x12*\n\x0b\x61ssignments\x18\x01 \x03(\x0b\x32\x15.kairos.v1.Assignment\"\xc1\x02\n\nAssignment\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x0c\n\x04task\x18\x03 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x05 \x01(\r\x12\x14\n\x0cmax_attempts\x18\x06 \x01(\r\x12\x18\n\x10lease_generation\x18\x07 \x01(\x04\x12\x1a\n\x12lease_remaining_ms\x18\x08 \x01(\r\x12\x12\n\ntimeout_ms\x18\t \x01(\r\x12\x31\n\rscheduled_for\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nanchor_seq\x18\x0b \x01(\x04\x12\x14\n\x0cpayload_json\x18\x0c \x01(\t\x12\x13\n\x0btraceparent\x18\r \x01(\t\x12\x13\n\x0bstart_at_ms\x18\x0e \x01(\x01J\x04\x08\x04\x10\x05R\x07payload\"\x82\x01\n\nRenewReply\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12(\n\x08statuses\x18\x02 \x03(\x0b\x32\x16.kairos.v1.LeaseStatus\x12\x12\n\ndb_time_ms\x18\x03 \x01(\x01\x12\x18\n\x10\x64\x62_time_error_ms\x18\x04 \x01(\x01\x12\x0f\n\x07held_ms\x18\x05 \x01(\x01\"\x97\x01\n\x0bLeaseStatus\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10lease_generation\x18\x02 \x01(\x04\x12\x16\n\x0cremaining_ms\x18\x03 \x01(\rH\x00\x12$\n\x04lost\x18\x04 \x01(\x0b\x32\x14.kairos.v1.LeaseLostH\x00\x12\x17\n\x0f\x61\x62ort_requested\x18\x05 \x01(\x08\x42\x07\n\x05state\"7\n\tLeaseLost\x12*\n\x06reason\x18\x01 \x01(\x0e\x32\x1a.kairos.v1.LeaseLostReason\"2\n\x0bOutcomeAcks\x12#\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x15.kairos.v1.OutcomeAck\"c\n\nOutcomeAck\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x18\n\x10lease_generation\x18\x02 \x01(\x04\x12+\n\x06result\x18\x03 \x01(\x0e\x32\x1b.kairos.v1.OutcomeAckResult\"Y\n\x06Revoke\x12#\n\x06leases\x18\x01 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\x12*\n\x06reason\x18\x02 \x01(\x0e\x32\x1a.kairos.v1.LeaseLostReason\"/\n\x08Withdraw\x12#\n\x06leases\x18\x01 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\"6\n\x0fWithdrawRefused\x12#\n\x06leases\x18\x01 \x03(\x0b\x32\x13.kairos.v1.LeaseRef\"\x19\n\x05\x44rain\x12\x10\n\x08grace_ms\x18\x01 \x01(\r*\xa4\x01\n\rHandlerResult\x12\x1e\n\x1aHANDLER_RESULT_UNSPECIFIED\x10\x00\x12\x1c\n\x18HANDLER_RESULT_SUCCEEDED\x10\x01\x12\x19\n\x15HANDLER_RESULT_FAILED\x10\x02\x12\x1c\n\x18HANDLER_RESULT_TIMED_OUT\x10\x03\x12\x1c\n\x18HANDLER_RESULT_CANCELLED\x10\x04*\xbd\x01\n\x0fLeaseLostReason\x12!\n\x1dLEASE_LOST_REASON_UNSPECIFIED\x10\x00\x12&\n\"LEASE_LOST_REASON_STALE_GENERATION\x10\x01\x12\x1d\n\x19LEASE_LOST_REASON_EXPIRED\x10\x02\x12\x1f\n\x1bLEASE_LOST_REASON_CANCELLED\x10\x03\x12\x1f\n\x1bLEASE_LOST_REASON_NOT_FOUND\x10\x04*u\n\x10OutcomeAckResult\x12\"\n\x1eOUTCOME_ACK_RESULT_UNSPECIFIED\x10\x00\x12\x1f\n\x1bOUTCOME_ACK_RESULT_RECORDED\x10\x01\x12\x1c\n\x18OUTCOME_ACK_RESULT_STALE\x10\x02\x32U\n\x0c\x41gentService\x12\x45\n\x07\x43onnect\x12\x17.kairos.v1.AgentMessage\x1a\x1d.kairos.v1.CoordinatorMessage(\x01\x30\x01\x42l\n\rdev.kairos.v1B\nAgentProtoP\x01Z(kairos.dev/client/gen/kairos/v1;kairosv1\xaa\x02\tKairos.V1\xca\x02\tKairos\\V1\xea\x02\nKairos::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,12 +33,12 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'kairos.v1.agent_pb2', _glob
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\rdev.kairos.v1B\nAgentProtoP\001Z(kairos.dev/client/gen/kairos/v1;kairosv1\252\002\tKairos.V1\312\002\tKairos\\V1\352\002\nKairos::V1'
-  _globals['_HANDLERRESULT']._serialized_start=2624
-  _globals['_HANDLERRESULT']._serialized_end=2788
-  _globals['_LEASELOSTREASON']._serialized_start=2791
-  _globals['_LEASELOSTREASON']._serialized_end=2980
-  _globals['_OUTCOMEACKRESULT']._serialized_start=2982
-  _globals['_OUTCOMEACKRESULT']._serialized_end=3099
+  _globals['_HANDLERRESULT']._serialized_start=2640
+  _globals['_HANDLERRESULT']._serialized_end=2804
+  _globals['_LEASELOSTREASON']._serialized_start=2807
+  _globals['_LEASELOSTREASON']._serialized_end=2996
+  _globals['_OUTCOMEACKRESULT']._serialized_start=2998
+  _globals['_OUTCOMEACKRESULT']._serialized_end=3115
   _globals['_LEASEREF']._serialized_start=69
   _globals['_LEASEREF']._serialized_end=121
   _globals['_AGENTMESSAGE']._serialized_start=124
@@ -54,35 +54,35 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LEASEOUTCOME']._serialized_start=803
   _globals['_LEASEOUTCOME']._serialized_end=986
   _globals['_RELEASE']._serialized_start=988
-  _globals['_RELEASE']._serialized_end=1034
-  _globals['_DRAINING']._serialized_start=1036
-  _globals['_DRAINING']._serialized_end=1046
-  _globals['_COORDINATORMESSAGE']._serialized_start=1049
-  _globals['_COORDINATORMESSAGE']._serialized_end=1370
-  _globals['_WELCOME']._serialized_start=1373
-  _globals['_WELCOME']._serialized_end=1518
-  _globals['_ASSIGNMENTS']._serialized_start=1520
-  _globals['_ASSIGNMENTS']._serialized_end=1577
-  _globals['_ASSIGNMENT']._serialized_start=1580
-  _globals['_ASSIGNMENT']._serialized_end=1901
-  _globals['_RENEWREPLY']._serialized_start=1904
-  _globals['_RENEWREPLY']._serialized_end=2034
-  _globals['_LEASESTATUS']._serialized_start=2037
-  _globals['_LEASESTATUS']._serialized_end=2188
-  _globals['_LEASELOST']._serialized_start=2190
-  _globals['_LEASELOST']._serialized_end=2245
-  _globals['_OUTCOMEACKS']._serialized_start=2247
-  _globals['_OUTCOMEACKS']._serialized_end=2297
-  _globals['_OUTCOMEACK']._serialized_start=2299
-  _globals['_OUTCOMEACK']._serialized_end=2398
-  _globals['_REVOKE']._serialized_start=2400
-  _globals['_REVOKE']._serialized_end=2489
-  _globals['_WITHDRAW']._serialized_start=2491
-  _globals['_WITHDRAW']._serialized_end=2538
-  _globals['_WITHDRAWREFUSED']._serialized_start=2540
-  _globals['_WITHDRAWREFUSED']._serialized_end=2594
-  _globals['_DRAIN']._serialized_start=2596
-  _globals['_DRAIN']._serialized_end=2621
-  _globals['_AGENTSERVICE']._serialized_start=3101
-  _globals['_AGENTSERVICE']._serialized_end=3186
+  _globals['_RELEASE']._serialized_end=1050
+  _globals['_DRAINING']._serialized_start=1052
+  _globals['_DRAINING']._serialized_end=1062
+  _globals['_COORDINATORMESSAGE']._serialized_start=1065
+  _globals['_COORDINATORMESSAGE']._serialized_end=1386
+  _globals['_WELCOME']._serialized_start=1389
+  _globals['_WELCOME']._serialized_end=1534
+  _globals['_ASSIGNMENTS']._serialized_start=1536
+  _globals['_ASSIGNMENTS']._serialized_end=1593
+  _globals['_ASSIGNMENT']._serialized_start=1596
+  _globals['_ASSIGNMENT']._serialized_end=1917
+  _globals['_RENEWREPLY']._serialized_start=1920
+  _globals['_RENEWREPLY']._serialized_end=2050
+  _globals['_LEASESTATUS']._serialized_start=2053
+  _globals['_LEASESTATUS']._serialized_end=2204
+  _globals['_LEASELOST']._serialized_start=2206
+  _globals['_LEASELOST']._serialized_end=2261
+  _globals['_OUTCOMEACKS']._serialized_start=2263
+  _globals['_OUTCOMEACKS']._serialized_end=2313
+  _globals['_OUTCOMEACK']._serialized_start=2315
+  _globals['_OUTCOMEACK']._serialized_end=2414
+  _globals['_REVOKE']._serialized_start=2416
+  _globals['_REVOKE']._serialized_end=2505
+  _globals['_WITHDRAW']._serialized_start=2507
+  _globals['_WITHDRAW']._serialized_end=2554
+  _globals['_WITHDRAWREFUSED']._serialized_start=2556
+  _globals['_WITHDRAWREFUSED']._serialized_end=2610
+  _globals['_DRAIN']._serialized_start=2612
+  _globals['_DRAIN']._serialized_end=2637
+  _globals['_AGENTSERVICE']._serialized_start=3117
+  _globals['_AGENTSERVICE']._serialized_end=3202
 # @@protoc_insertion_point(module_scope)

@@ -128,10 +128,12 @@ class LeaseOutcome(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., lease_generation: _Optional[int] = ..., result: _Optional[_Union[HandlerResult, str]] = ..., error: _Optional[str] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., traceparent: _Optional[str] = ...) -> None: ...
 
 class Release(_message.Message):
-    __slots__ = ("leases",)
+    __slots__ = ("leases", "reason")
     LEASES_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
     leases: _containers.RepeatedCompositeFieldContainer[LeaseRef]
-    def __init__(self, leases: _Optional[_Iterable[_Union[LeaseRef, _Mapping]]] = ...) -> None: ...
+    reason: str
+    def __init__(self, leases: _Optional[_Iterable[_Union[LeaseRef, _Mapping]]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class Draining(_message.Message):
     __slots__ = ()
