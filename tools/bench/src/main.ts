@@ -294,14 +294,16 @@ async function main(): Promise<void> {
         log(`  ${system}: seeded and vacuumed in ${(templateMs[system]! / 1000).toFixed(1)} s`);
       }
     }
-    const allRounds = runMillionPhase ? Math.max(sizes.rounds, sizes.spikeRounds) : sizes.rounds;
+    // Rounds past `rounds` exist for the spikes (and W7, measured beside them) only.
+    const spikeRounds = millionWants.w2 || millionWants.w3 || millionWants.w7 ? sizes.spikeRounds : 0;
+    const allRounds = Math.max(sizes.rounds, spikeRounds);
     for (let r = 0; r < allRounds; r++) {
       const order = rotate(configs, r);
       log(`round ${r + 1}/${allRounds}: ${order.map((c) => c.id).join(' -> ')}`);
       if (runW1Phase && r < sizes.rounds) {
         for (const config of order) (raw.w1[config.id] ??= []).push(await runW1(ctx, config, r));
       }
-      if (runMillionPhase) {
+      if (runMillionPhase && (r < sizes.rounds || r < spikeRounds)) {
         // W6 depends on the claim statement, not on worker tuning: once per system, and once more for
         // kairos:retention, whose W6 runs while old runs are deleted.
         const claimed = new Set<string>();

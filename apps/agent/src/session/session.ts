@@ -663,8 +663,9 @@ export class AgentSession {
 
   /** Runs startDue once this thread's clock reads `at`, waiting the last stretch turn by turn (START_SPIN_MS). */
   private startAt(at: number, arming: number): void {
-    this.startTimer = undefined;
+    // An older arming's wait stops here, leaving the newer one's timer alone.
     if (arming !== this.startArming || this.state.kind === 'closed') return;
+    this.startTimer = undefined;
     if (this.now() < at) {
       setImmediate(() => this.startAt(at, arming));
       return;
