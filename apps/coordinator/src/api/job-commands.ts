@@ -165,8 +165,9 @@ export function jobCommands(deps: JobCommandDeps): JobCommands {
     }
     switch (result.kind) {
       case 'done': {
-        // The answer is the job as the change left it: read before the dispatcher is woken, or a
-        // claim (of a job due now, or pre-dispatched ahead of its due instant) could land first.
+        // The answer is the job as read right after the change, before this call wakes the
+        // dispatcher. The change's own NOTIFY (jobs_notify_due) can still wake a claim first, so a
+        // resumed or triggered job due within the moment may already read CLAIMED (docs/api.md).
         const view = await mustGet(namespace, jobId);
         if (verb !== 'pause') onJobsDue();
         return view;
