@@ -6,7 +6,7 @@
 import os from 'node:os';
 import { Pool } from 'pg';
 import { createStore } from '@kairos/store';
-import { Collector } from './collector';
+import { Collector, type PhaseRecords } from './collector';
 import { median, percentile, round, sleep, TASK_NOOP, TASK_SLEEP, type SystemConfig, type SystemKey } from './common';
 import { createDatabase, dropDatabase, readCounters, vacuumAnalyze, waitForBackendsGone, withClient, type BenchCluster } from './cluster';
 import { cpuDelta, cpuSnapshot, rssSampler, type CpuDelta } from './procs';
@@ -448,15 +448,21 @@ async function idleLatency(ctx: BenchContext, system: RunningSystem): Promise<No
   await collector.waitFor(phase, sizes.w5Samples, due - Date.now() + 15_000);
   const records = collector.records(phase);
   const lags = records.startedAt.map((started, i) => started - records.dueAt[i]!).sort((a, b) => a - b);
-  const traced = records.assignedAt.some((a) => a > 0);
-  const split = traced
-    ? {
-        assignLag: lagFigures(records.assignedAt.map((a, i) => a - records.dueAt[i]!).sort((a, b) => a - b)),
-        execLag: lagFigures(records.assignedAt.map((a, i) => records.startedAt[i]! - a).sort((a, b) => a - b)),
-      }
-    : {};
+  const split = traceSplit(records);
   collector.forget(phase);
-  return { ...lagFigures(lags), ...split };
+  return { ...lagFigures(lags), ...(split ? { assignLag: lagFigures(split.assign), execLag: lagFigures(split.exec) } : {}) };
+}
+
+/**
+ * --trace: each job's lag split at the moment its agent's handler thread got it
+ * (due -> handler thread, then -> handler start), sorted; undefined untraced.
+ */
+function traceSplit(records: PhaseRecords): { assign: number[]; exec: number[] } | undefined {
+  if (!records.assignedAt.some((a) => a > 0)) return undefined;
+  return {
+    assign: records.assignedAt.map((a, i) => a - records.dueAt[i]!).sort((a, b) => a - b),
+    exec: records.assignedAt.map((a, i) => records.startedAt[i]! - a).sort((a, b) => a - b),
+  };
 }
 
 export async function spike(
@@ -487,13 +493,11 @@ export async function spike(
   const records = collector.records(phase);
   const lags = records.startedAt.map((started, i) => started - records.dueAt[i]!).sort((a, b) => a - b);
   const lastEnd = records.endedAt.reduce((a, b) => Math.max(a, b), 0);
-  const traced = records.assignedAt.some((a) => a > 0);
-  const assignLag = traced ? records.assignedAt.map((a, i) => a - records.dueAt[i]!).sort((a, b) => a - b) : [];
-  const execLag = traced ? records.assignedAt.map((a, i) => records.startedAt[i]! - a).sort((a, b) => a - b) : [];
+  const split = traceSplit(records);
   collector.forget(phase);
   return {
     jobs: count,
-    ...(traced ? { assignLag: lagFigures(assignLag), execLag: lagFigures(execLag) } : {}),
+    ...(split ? { assignLag: lagFigures(split.assign), execLag: lagFigures(split.exec) } : {}),
     ...lagFigures(lags),
     drainMs: complete ? lastEnd - due : null,
     durableDrainMs: durable.at !== null ? Math.max(durable.at, lastEnd) - due : null,

@@ -663,9 +663,8 @@ export class AgentSession {
 
   /** Runs startDue once this thread's clock reads `at`, waiting the last stretch turn by turn (START_SPIN_MS). */
   private startAt(at: number, arming: number): void {
-    // An older arming's wait stops here, leaving the newer one's timer alone.
+    // An older arming's wait stops here (scheduleStart re-arms, shutdown closes).
     if (arming !== this.startArming || this.state.kind === 'closed') return;
-    this.startTimer = undefined;
     if (this.now() < at) {
       setImmediate(() => this.startAt(at, arming));
       return;
@@ -679,8 +678,6 @@ export class AgentSession {
    * queue stopped moving for (START_GRACE_MS).
    */
   private startDue(): void {
-    if (this.startTimer !== undefined) clearTimeout(this.startTimer);
-    this.startTimer = undefined;
     const now = this.now();
     const { offers, queued } = this.keeper.startDue(now, this.config.capacity - this.keeper.handlerSlotsInUse());
     for (const offer of offers) this.host.post({ type: 'offer', lease: offer });
@@ -959,7 +956,6 @@ export class AgentSession {
     if (this.clockSyncTimer !== undefined) clearTimeout(this.clockSyncTimer);
     this.startTimer = undefined;
     this.clockSyncTimer = undefined;
-    this.startArming++;
     this.trustTimer = undefined;
     if (this.work.kind === 'flushing') clearTimeout(this.work.deadline);
     const links = new Set(this.retired);

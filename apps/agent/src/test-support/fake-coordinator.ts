@@ -195,7 +195,7 @@ export class FakeStream {
           kind: {
             case: 'welcome',
             // The fake's database clock is its wall clock, read exactly (no error, nothing held back).
-            value: { coordinatorId: this.fake.coordinatorId, leaseMs: this.fake.leaseMs, heartbeatIntervalMs: this.fake.heartbeatIntervalMs, dbTimeMs: this.fake.dbClock ? Date.now() : 0 },
+            value: { coordinatorId: this.fake.coordinatorId, leaseMs: this.fake.leaseMs, heartbeatIntervalMs: this.fake.heartbeatIntervalMs, dbTimeMs: this.fake.dbTimeMs() },
           },
         });
         if (kind.value.heldLeases.length > 0) this.renewReply(0n, kind.value.heldLeases);
@@ -230,7 +230,7 @@ export class FakeStream {
       }
       else if (decision.kind === 'lost') statuses.push({ ...ref, state: { case: 'lost', value: { reason: decision.reason } } });
     }
-    this.send({ kind: { case: 'renewReply', value: { seq, statuses, dbTimeMs: this.fake.dbClock ? Date.now() : 0 } } });
+    this.send({ kind: { case: 'renewReply', value: { seq, statuses, dbTimeMs: this.fake.dbTimeMs() } } });
   }
 }
 
@@ -278,6 +278,11 @@ export class FakeCoordinator {
     this.coordinatorId = options.coordinatorId ?? `fake-${port}`;
     this.dbClock = options.dbClock ?? true;
     this.renew = () => ({ kind: 'held', remainingMs: this.leaseMs });
+  }
+
+  /** db_time_ms for Welcome and RenewReply: the wall clock, read exactly, or 0 (unknown) without `dbClock`. */
+  dbTimeMs(): number {
+    return this.dbClock ? Date.now() : 0;
   }
 
   static async start(options: FakeCoordinatorOptions = {}): Promise<FakeCoordinator> {

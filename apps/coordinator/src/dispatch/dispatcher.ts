@@ -508,8 +508,7 @@ export function createDispatcher(deps: {
     async release(session, leases, reason) {
       const agent = agentOf(session);
       if (!agent) return;
-      const given = reason === undefined ? heldBy(agent, leases) : heldBy(agent, leases).map((lease) => ({ ...lease, reason }));
-      countForeign(agent, 'release', await releases.submit(given));
+      countForeign(agent, 'release', await releases.submit(heldBy(agent, leases).map((lease) => ({ ...lease, reason }))));
       for (const lease of leases) session.held.delete(leaseKey(lease.jobId, lease.leaseGeneration));
       wake();
     },

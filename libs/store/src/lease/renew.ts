@@ -4,7 +4,7 @@
  */
 import type { Pool } from 'pg';
 import { isWellFormed, leaseKey, type HeldLeaseRef } from './refs';
-import { currentHolders, holderArrays, isForeign, lockInIdOrder, NOW } from './sql';
+import { currentHolders, heldJobs, holderArrays, isForeign, lockInIdOrder, NOW } from './sql';
 
 /** `not-owner`: the lease exists but was granted to another agent or token (refused, changes nothing). */
 export type LeaseLostReason = 'stale-generation' | 'expired' | 'not-found' | 'not-owner';
@@ -43,17 +43,14 @@ export type RenewResult =
  * treats as lost) and the reaper settles the run.
  */
 const FRESH_SHARE = 6;
+/** Of a row: its lease is fresh. Both CTEs below test it on the same snapshot, so they split the named leases between them. */
+const FRESH = `(j.abort_requested_at IS NULL
+    AND j.lease_until > ${NOW(1)} + make_interval(secs => $2::double precision * ${FRESH_SHARE - 1} / ${FRESH_SHARE} / 1000))`;
 const REMAINING_MS = `greatest(0, floor(extract(epoch FROM (j.lease_until - ${NOW(1)})) * 1000))::bigint`;
 const RENEW_SQL = `
 WITH fresh AS (
-  SELECT j.id, j.lease_generation, ${REMAINING_MS} AS remaining_ms
-  FROM jobs j
-  JOIN unnest($4::uuid[], $5::bigint[], $6::text[], $7::uuid[]) AS r(id, generation, owner, token)
-    ON j.id = r.id AND j.lease_generation = r.generation AND j.lease_owner = r.owner
-      AND j.lease_token IS NOT DISTINCT FROM r.token
-  WHERE j.state = 'CLAIMED' AND j.abort_requested_at IS NULL
-    AND j.lease_until > ${NOW(1)} + make_interval(secs => $2::double precision * ${FRESH_SHARE - 1} / ${FRESH_SHARE} / 1000)
-), locked AS (${lockInIdOrder(4, 'AND NOT EXISTS (SELECT 1 FROM fresh WHERE fresh.id = j.id)')}
+  SELECT j.id, j.lease_generation, ${REMAINING_MS} AS remaining_ms FROM ${heldJobs(4)} AND ${FRESH}
+), locked AS (${lockInIdOrder(4, `AND ${FRESH} IS NOT TRUE`)}
 ), renewed AS (
   UPDATE jobs j SET
     lease_until = CASE WHEN j.abort_requested_at IS NULL

@@ -33,14 +33,23 @@ export const EPOCH_MS = (expression: string) => `floor(extract(epoch FROM ${expr
  * its plan visits rows (found by tools/chaos: "deadlock detected" on renew).
  */
 export function lockInIdOrder(firstParam: number, extraCondition = ''): string {
+  return `SELECT j.id FROM ${heldJobs(firstParam)} ${extraCondition}
+    ORDER BY j.id
+    FOR UPDATE OF j`;
+}
+
+/**
+ * `jobs j` restricted to the CLAIMED rows a batch of held leases names (the
+ * arrays `holderArrays` makes, from `firstParam`): each matches only with its
+ * generation AND its holder. Ends in a WHERE clause that `AND …` may extend.
+ */
+export function heldJobs(firstParam: number): string {
   const [ids, generations, owners, tokens] = [0, 1, 2, 3].map((offset) => `$${firstParam + offset}`);
-  return `SELECT j.id FROM jobs j
+  return `jobs j
       JOIN unnest(${ids}::uuid[], ${generations}::bigint[], ${owners}::text[], ${tokens}::uuid[]) AS r(id, generation, owner, token)
       ON j.id = r.id AND j.lease_generation = r.generation AND j.lease_owner = r.owner
         AND j.lease_token IS NOT DISTINCT FROM r.token
-    WHERE j.state = 'CLAIMED' ${extraCondition}
-    ORDER BY j.id
-    FOR UPDATE OF j`;
+    WHERE j.state = 'CLAIMED'`;
 }
 
 
