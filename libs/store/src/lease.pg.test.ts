@@ -163,6 +163,21 @@ describe('lease statements', () => {
       expect(await jobRow(db.pool, moved)).toEqual(before);
     });
 
+    it('answers renewed only to the holder when one batch names the same lease for its holder and for a stranger', async () => {
+      const fresh = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 1, leaseUntil: at(T0, LEASE_MS) });
+      const older = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 1, leaseUntil: at(T0, 1000) });
+      const named = [fresh, older].flatMap((jobId) => [
+        { ...FIXTURE_HOLDER, jobId, leaseGeneration: 1 },
+        { ...heldBy('stranger'), jobId, leaseGeneration: 1 },
+      ]);
+      expect((await store.lease.renew(named, LEASE_MS, T0)).map((r) => (r.kind === 'lost' ? r.reason : r.kind))).toEqual([
+        'renewed',
+        'not-owner',
+        'renewed',
+        'not-owner',
+      ]);
+    });
+
     it('answers a lease with more than five sixths of its length left without writing its row; older ones and aborted ones are extended', async () => {
       const sixth = Math.round(LEASE_MS / 6);
       const fresh = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 1, leaseUntil: at(T0, LEASE_MS - sixth + 50) });

@@ -49,7 +49,7 @@ const FRESH = `(j.abort_requested_at IS NULL
 const REMAINING_MS = `greatest(0, floor(extract(epoch FROM (j.lease_until - ${NOW(1)})) * 1000))::bigint`;
 const RENEW_SQL = `
 WITH fresh AS (
-  SELECT j.id, j.lease_generation, ${REMAINING_MS} AS remaining_ms FROM ${heldJobs(4)} AND ${FRESH}
+  SELECT j.id, j.lease_generation, j.lease_owner, j.lease_token, ${REMAINING_MS} AS remaining_ms FROM ${heldJobs(4)} AND ${FRESH}
 ), locked AS (${lockInIdOrder(4, `AND ${FRESH} IS NOT TRUE`)}
 ), renewed AS (
   UPDATE jobs j SET
@@ -61,11 +61,20 @@ WITH fresh AS (
     updated_at = ${NOW(1)}
   FROM locked
   WHERE j.id = locked.id
-  RETURNING j.id, j.lease_generation, j.abort_requested_at IS NOT NULL AS abort_requested, ${REMAINING_MS} AS remaining_ms
+  RETURNING j.id, j.lease_generation, j.lease_owner, j.lease_token, j.abort_requested_at IS NOT NULL AS abort_requested,
+    ${REMAINING_MS} AS remaining_ms
 )
-SELECT id, lease_generation, abort_requested, remaining_ms FROM renewed
+SELECT id, lease_generation, lease_owner, lease_token, abort_requested, remaining_ms FROM renewed
 UNION ALL
-SELECT id, lease_generation, false, remaining_ms FROM fresh`;
+SELECT id, lease_generation, lease_owner, lease_token, false, remaining_ms FROM fresh`;
+
+/**
+ * A renewed row's key includes its holder: a group-commit flush may name the
+ * same lease for its holder and for an agent that is not (refused), and only
+ * the holder may hear `renewed`.
+ */
+const heldKey = (jobId: string, generation: number, owner: string, token: string | null) =>
+  `${leaseKey(jobId, generation)}\u0000${owner}\u0000${token ?? ''}`;
 
 /** Default for `abortGraceMs`: how long the holder of an aborted lease keeps it to stop the handler. */
 export const DEFAULT_ABORT_GRACE_MS = 30_000;
@@ -87,17 +96,18 @@ export async function renew(
       ...holderArrays(valid),
     ]);
     for (const row of rows) {
-      renewed.set(leaseKey(row.id, Number(row.lease_generation)), {
+      renewed.set(heldKey(row.id, Number(row.lease_generation), row.lease_owner, row.lease_token), {
         remainingMs: Number(row.remaining_ms),
         abortRequested: row.abort_requested,
       });
     }
   }
-  const lostIds = leases.filter((lease) => !renewed.has(leaseKey(lease.jobId, lease.leaseGeneration)));
+  const keyOf = (lease: HeldLeaseRef) => heldKey(lease.jobId.toLowerCase(), lease.leaseGeneration, lease.owner, lease.tokenId?.toLowerCase() ?? null);
+  const lostIds = leases.filter((lease) => !renewed.has(keyOf(lease)));
   const current = await currentHolders(pool, lostIds);
   return leases.map((lease): RenewResult => {
     const { jobId, leaseGeneration } = lease;
-    const held = renewed.get(leaseKey(jobId, leaseGeneration));
+    const held = renewed.get(keyOf(lease));
     if (held !== undefined) return { kind: 'renewed', jobId, leaseGeneration, ...held };
     const row = isWellFormed(lease) ? current.get(jobId.toLowerCase()) : undefined;
     const reason: LeaseLostReason =
