@@ -86,6 +86,7 @@ CREATE TABLE jobs (
 );
 
 CREATE INDEX jobs_claimed_lease_until_idx ON public.jobs USING btree (lease_until) WHERE (state = 'CLAIMED'::kairos_job_state);
+CREATE INDEX jobs_due_catchup_occurrence_idx ON public.jobs USING btree (occurrence_at) WHERE ((state = 'DUE'::kairos_job_state) AND (misfire_policy = 'catch-up'::kairos_misfire_policy) AND (catchup_window_ms IS NOT NULL));
 CREATE INDEX jobs_due_next_run_at_idx ON public.jobs USING btree (next_run_at) WHERE (state = 'DUE'::kairos_job_state);
 CREATE UNIQUE INDEX jobs_idempotency_key_idx ON public.jobs USING btree (namespace, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 

@@ -5,15 +5,17 @@
  * generated schemas' field lists, so a field added to agent.proto is filled
  * here too and fails these tests until hot-codec.ts writes and reads it.
  */
-import { create, equals, fromBinary, toBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import { create, equals, fromBinary, toBinary, type DescField, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import { ScalarType } from '@bufbuild/protobuf';
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import {
   AgentMessageSchema,
   AssignmentSchema,
   CoordinatorMessageSchema,
+  HeartbeatSchema,
   LeaseOutcomeSchema,
   OutcomeAckSchema,
+  RenewReplySchema,
   type AgentMessage,
   type CoordinatorMessage,
 } from './index';
@@ -38,47 +40,57 @@ const UINT64 = [0n, 1n, 127n, 128n, 2n ** 49n - 1n, 2n ** 49n, 2n ** 53n, 2n ** 
 const INT64 = [0n, 1n, -1n, 1_764_547_200n, -62_135_596_800n, 2n ** 63n - 1n, -(2n ** 63n)];
 const DOUBLES = [0, 1, -1, 1_764_547_200_123.5, Number.MAX_VALUE, Number.MIN_VALUE, -0.5];
 
-/** A message of `schema` with every field set from the value lists above, recursively. */
-function filled<D extends DescMessage>(schema: D, random: () => number, sparse = false): MessageShape<D> {
+/** A value for one (non-list) field, from the value lists above; messages recursively. */
+function valueFor(field: DescField, schema: DescMessage, random: () => number, sparse: boolean): unknown {
   const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)]!;
+  switch (field.fieldKind) {
+    case 'scalar':
+      switch (field.scalar) {
+        case ScalarType.STRING:
+          return pick(STRINGS);
+        case ScalarType.UINT32:
+          return pick(UINT32);
+        case ScalarType.INT32:
+          return pick(INT32);
+        case ScalarType.UINT64:
+          return pick(UINT64);
+        case ScalarType.INT64:
+          return pick(INT64);
+        case ScalarType.DOUBLE:
+          return pick(DOUBLES);
+        case ScalarType.BOOL:
+          return pick([false, true]);
+        default:
+          throw new Error(`filled(): no values for scalar type ${field.scalar} (${schema.typeName}.${field.name}); add them`);
+      }
+    case 'enum':
+      // Known values, and an unknown one (proto3 enums are open).
+      return pick([...field.enum.values.map((value) => value.number), 99]);
+    case 'message':
+      return filled(field.message, random, sparse);
+    case 'list':
+      if (field.listKind !== 'message') throw new Error(`filled(): no values for ${field.listKind} lists (${schema.typeName}.${field.name}); add them`);
+      return Array.from({ length: Math.floor(random() * 4) }, () => filled(field.message, random, sparse));
+    default:
+      throw new Error(`filled(): unsupported field kind ${field.fieldKind} (${schema.typeName}.${field.name}); add it`);
+  }
+}
+
+/**
+ * A message of `schema` with every field set from the value lists above,
+ * recursively; a oneof gets one of its members (or none), each as often.
+ */
+function filled<D extends DescMessage>(schema: D, random: () => number, sparse = false): MessageShape<D> {
   const message = create(schema) as Record<string, unknown>;
-  for (const field of schema.fields) {
+  for (const member of schema.members) {
     if (sparse && random() < 0.5) continue;
-    switch (field.fieldKind) {
-      case 'scalar':
-        switch (field.scalar) {
-          case ScalarType.STRING:
-            message[field.localName] = pick(STRINGS);
-            break;
-          case ScalarType.UINT32:
-            message[field.localName] = pick(UINT32);
-            break;
-          case ScalarType.INT32:
-            message[field.localName] = pick(INT32);
-            break;
-          case ScalarType.UINT64:
-            message[field.localName] = pick(UINT64);
-            break;
-          case ScalarType.INT64:
-            message[field.localName] = pick(INT64);
-            break;
-          case ScalarType.DOUBLE:
-            message[field.localName] = pick(DOUBLES);
-            break;
-          default:
-            throw new Error(`filled(): no values for scalar type ${field.scalar} (${schema.typeName}.${field.name}); add them`);
-        }
-        break;
-      case 'enum':
-        // Known values, and an unknown one (proto3 enums are open).
-        message[field.localName] = pick([...field.enum.values.map((value) => value.number), 99]);
-        break;
-      case 'message':
-        message[field.localName] = filled(field.message, random, sparse);
-        break;
-      default:
-        throw new Error(`filled(): unsupported field kind ${field.fieldKind} (${schema.typeName}.${field.name}); add it`);
+    if (member.kind === 'oneof') {
+      const choice = Math.floor(random() * (member.fields.length + 1));
+      const field = member.fields[choice];
+      if (field !== undefined) message[member.localName] = { case: field.localName, value: valueFor(field, schema, random, sparse) };
+      continue;
     }
+    message[member.localName] = valueFor(member, schema, random, sparse);
   }
   return message as MessageShape<D>;
 }
@@ -91,6 +103,8 @@ function coordinatorMessages(random: () => number): CoordinatorMessage[] {
     create(CoordinatorMessageSchema, { kind: { case: 'assignments', value: { assignments: list(AssignmentSchema, true) } } }),
     create(CoordinatorMessageSchema, { kind: { case: 'outcomeAcks', value: { acks: list(OutcomeAckSchema, false) } } }),
     create(CoordinatorMessageSchema, { kind: { case: 'outcomeAcks', value: { acks: list(OutcomeAckSchema, true) } } }),
+    create(CoordinatorMessageSchema, { kind: { case: 'renewReply', value: filled(RenewReplySchema, random, false) } }),
+    create(CoordinatorMessageSchema, { kind: { case: 'renewReply', value: filled(RenewReplySchema, random, true) } }),
   ];
 }
 
@@ -99,11 +113,13 @@ function agentMessages(random: () => number): AgentMessage[] {
   return [
     create(AgentMessageSchema, { kind: { case: 'outcomes', value: { outcomes: list(false) } } }),
     create(AgentMessageSchema, { kind: { case: 'outcomes', value: { outcomes: list(true) } } }),
+    create(AgentMessageSchema, { kind: { case: 'heartbeat', value: filled(HeartbeatSchema, random, false) } }),
+    create(AgentMessageSchema, { kind: { case: 'heartbeat', value: filled(HeartbeatSchema, random, true) } }),
   ];
 }
 
 describe('hot codecs agree with protobuf-es', () => {
-  it('CoordinatorMessage assignments and outcome acks: same bytes, same messages, every field', () => {
+  it('CoordinatorMessage assignments, outcome acks and renew replies: same bytes, same messages, every field', () => {
     const random = prng(20261201);
     for (let round = 0; round < 200; round++) {
       for (const message of coordinatorMessages(random)) {
@@ -119,7 +135,7 @@ describe('hot codecs agree with protobuf-es', () => {
     }
   });
 
-  it('AgentMessage outcomes: same bytes, same messages, every field', () => {
+  it('AgentMessage outcomes and heartbeats: same bytes, same messages, every field', () => {
     const random = prng(7);
     for (let round = 0; round < 200; round++) {
       for (const message of agentMessages(random)) {
@@ -140,6 +156,23 @@ describe('hot codecs agree with protobuf-es', () => {
       const expected = toBinary(CoordinatorMessageSchema, message);
       expect(Buffer.from(encodeCoordinatorMessage(message)!)).toEqual(Buffer.from(expected));
       expect(decodeCoordinatorMessage(expected)).toEqual(fromBinary(CoordinatorMessageSchema, expected));
+    }
+    for (const message of [
+      create(CoordinatorMessageSchema, { kind: { case: 'renewReply', value: {} } }),
+      create(CoordinatorMessageSchema, { kind: { case: 'renewReply', value: { statuses: [{}, { state: { case: 'remainingMs', value: 0 } }] } } }),
+      create(CoordinatorMessageSchema, { kind: { case: 'renewReply', value: { statuses: [{ state: { case: 'lost', value: {} } }] } } }),
+    ]) {
+      const expected = toBinary(CoordinatorMessageSchema, message);
+      expect(Buffer.from(encodeCoordinatorMessage(message)!)).toEqual(Buffer.from(expected));
+      expect(decodeCoordinatorMessage(expected)).toEqual(fromBinary(CoordinatorMessageSchema, expected));
+    }
+    for (const message of [
+      create(AgentMessageSchema, { kind: { case: 'heartbeat', value: {} } }),
+      create(AgentMessageSchema, { kind: { case: 'heartbeat', value: { leases: [{}] } } }),
+    ]) {
+      const expected = toBinary(AgentMessageSchema, message);
+      expect(Buffer.from(encodeAgentMessage(message)!)).toEqual(Buffer.from(expected));
+      expect(decodeAgentMessage(expected)).toEqual(fromBinary(AgentMessageSchema, expected));
     }
     const outcomes = create(AgentMessageSchema, { kind: { case: 'outcomes', value: { outcomes: [{}] } } });
     expect(decodeAgentMessage(toBinary(AgentMessageSchema, outcomes))).toEqual(outcomes);
@@ -163,9 +196,9 @@ describe('hot codecs decline what they do not handle (the caller uses protobuf-e
 
   it('other message kinds', () => {
     expect(encodeCoordinatorMessage(create(CoordinatorMessageSchema, { kind: { case: 'drain', value: {} } }))).toBeUndefined();
-    expect(encodeAgentMessage(create(AgentMessageSchema, { kind: { case: 'heartbeat', value: { seq: 1n } } }))).toBeUndefined();
-    const heartbeat = toBinary(AgentMessageSchema, create(AgentMessageSchema, { kind: { case: 'heartbeat', value: { seq: 1n } } }));
-    expect(decodeAgentMessage(heartbeat)).toBeUndefined();
+    expect(encodeAgentMessage(create(AgentMessageSchema, { kind: { case: 'draining', value: {} } }))).toBeUndefined();
+    const draining = toBinary(AgentMessageSchema, create(AgentMessageSchema, { kind: { case: 'draining', value: {} } }));
+    expect(decodeAgentMessage(draining)).toBeUndefined();
     expect(decodeCoordinatorMessage(new Uint8Array())).toBeUndefined();
   });
 
@@ -176,6 +209,20 @@ describe('hot codecs decline what they do not handle (the caller uses protobuf-e
     expect(reference.kind.case === 'assignments' && reference.kind.value.assignments[0]!.$unknown).toHaveLength(1);
     // A message carrying them is left to toBinary, which writes them back.
     expect(encodeCoordinatorMessage(reference)).toBeUndefined();
+  });
+
+  it('a renew reply whose status sets its oneof twice, or whose remaining_ms is not a uint32', () => {
+    const status = new BinaryWriter().tag(1, WireType.LengthDelimited).string('j').tag(3, WireType.Varint).uint32(5);
+    const twice = status.tag(3, WireType.Varint).uint32(7).finish();
+    const reply = new BinaryWriter().tag(2, WireType.LengthDelimited).bytes(twice).finish();
+    const bytes = new BinaryWriter().tag(3, WireType.LengthDelimited).bytes(reply).finish();
+    expect(decodeCoordinatorMessage(bytes)).toBeUndefined();
+    const reference = fromBinary(CoordinatorMessageSchema, bytes);
+    expect(reference.kind.case === 'renewReply' && reference.kind.value.statuses[0]!.state).toEqual({ case: 'remainingMs', value: 7 });
+    for (const value of [-1, 2 ** 32, 1.5]) {
+      const message = create(CoordinatorMessageSchema, { kind: { case: 'renewReply', value: { statuses: [{ state: { case: 'remainingMs', value } }] } } });
+      expect(encodeCoordinatorMessage(message)).toBeUndefined();
+    }
   });
 
   it('a wire type that does not match the field', () => {

@@ -1,21 +1,26 @@
 /**
  * Hand-written binary codecs for the agent stream's per-job messages:
- * `CoordinatorMessage` carrying `Assignments` or `OutcomeAcks`, and
- * `AgentMessage` carrying `Outcomes`. Everything else, and anything these do
- * not recognise, goes through protobuf-es's `toBinary` / `fromBinary`.
+ * `CoordinatorMessage` carrying `Assignments`, `OutcomeAcks` or a
+ * `RenewReply`, and `AgentMessage` carrying `Outcomes` or a `Heartbeat`.
+ * Everything else, and anything these do not recognise, goes through
+ * protobuf-es's `toBinary` / `fromBinary`.
  *
  * Why: protobuf-es v2 encodes by reflection over the descriptor. At thousands
  * of jobs a second that was the largest single cost in the coordinator's CPU
  * profile (an Assignment took about 4 µs to encode and 2.4 µs to decode, the
- * whole job about 75-100 µs across every process), and these three messages
- * are the only ones sent once per job. Written out for their fields, with the
- * sizes computed first and one buffer written once, an Assignment encodes in
- * about 0.5 µs (docs/decisions/0022-hot-codec.md has the measurements).
+ * whole job about 75-100 µs across every process). Assignments, acks and
+ * outcomes are sent once per job; a heartbeat and its reply list every lease
+ * the agent holds, which is thousands while a spike waits in the start queue
+ * (a heartbeat per lease/3 of 5,000 pre-dispatched leases each way). Written
+ * out for their fields, with the sizes computed first and one buffer written
+ * once, an Assignment encodes in about 0.5 µs
+ * (docs/decisions/0022-hot-codec.md has the measurements).
  *
  * Contract, enforced by hot-codec.test.ts for every field of each schema:
  *
  * - the bytes are exactly what `toBinary` writes (same field order, proto3
- *   implicit presence: default values are not written);
+ *   implicit presence: default values are not written; a oneof member is
+ *   written whenever it is the set case, 0 included);
  * - decoding yields a message `equals` to `fromBinary`'s, with the same
  *   `$typeName`s and defaults;
  * - anything unexpected returns `undefined` and the caller uses protobuf-es:
@@ -35,8 +40,13 @@ import {
   type AgentMessage,
   type Assignment,
   type CoordinatorMessage,
+  type Heartbeat,
+  type LeaseLost,
   type LeaseOutcome,
+  type LeaseRef,
+  type LeaseStatus,
   type OutcomeAck,
+  type RenewReply,
 } from './gen/kairos/v1/agent_pb';
 
 /** Thrown inside the decoders when the input is not one they handle; never escapes this module. */
@@ -282,6 +292,104 @@ function writeLeaseOutcome(out: Writer, o: LeaseOutcome, sizes: number[], at: nu
   return at + 5;
 }
 
+function sizeLeaseRef(ref: LeaseRef, sizes: number[]): number {
+  const jobId = utf8Length(ref.jobId);
+  const size = stringFieldSize(jobId) + uint64FieldSize(ref.leaseGeneration);
+  sizes.push(jobId, size);
+  return size;
+}
+
+/** A LeaseRef as Heartbeat's field 2. */
+function writeLeaseRef(out: Writer, ref: LeaseRef, sizes: number[], at: number): number {
+  out.byte(tag(2, LEN));
+  out.varint(sizes[at + 1]!);
+  out.stringField(1, ref.jobId, sizes[at]!);
+  out.uint64Field(2, ref.leaseGeneration);
+  return at + 2;
+}
+
+const isUint32 = (value: number): boolean => Number.isInteger(value) && value >= 0 && value <= 0xffffffff;
+
+/** Sizes of one LeaseStatus; its oneof `state` is written when set, `remaining_ms` even when 0 (oneof members have presence). */
+function sizeLeaseStatus(status: LeaseStatus, sizes: number[]): number {
+  if (hasUnknown(status)) throw NOT_HOT;
+  const jobId = utf8Length(status.jobId);
+  let state = 0;
+  let lost = -1;
+  const kind = status.state;
+  if (kind.case === 'remainingMs') {
+    if (!isUint32(kind.value)) throw NOT_HOT;
+    state = 1 + varintSize(kind.value);
+  } else if (kind.case === 'lost') {
+    if (hasUnknown(kind.value)) throw NOT_HOT;
+    lost = int32FieldSize(kind.value.reason);
+    state = lenFieldSize(lost);
+  } else if (kind.case !== undefined) {
+    throw NOT_HOT;
+  }
+  const size = stringFieldSize(jobId) + uint64FieldSize(status.leaseGeneration) + state + (status.abortRequested ? 2 : 0);
+  sizes.push(jobId, lost, size);
+  return size;
+}
+
+/** A LeaseStatus as RenewReply's field 2. */
+function writeLeaseStatus(out: Writer, status: LeaseStatus, sizes: number[], at: number): number {
+  out.byte(tag(2, LEN));
+  out.varint(sizes[at + 2]!);
+  out.stringField(1, status.jobId, sizes[at]!);
+  out.uint64Field(2, status.leaseGeneration);
+  const kind = status.state;
+  if (kind.case === 'remainingMs') {
+    out.byte(tag(3, VARINT));
+    out.varint(kind.value);
+  } else if (kind.case === 'lost') {
+    out.messageField(4, sizes[at + 1]!, () => out.int32Field(1, kind.value.reason));
+  }
+  if (status.abortRequested) {
+    out.byte(tag(5, VARINT));
+    out.byte(1);
+  }
+  return at + 3;
+}
+
+/** AgentMessage field 2: Heartbeat { seq = 1; repeated LeaseRef leases = 2 }. */
+function encodeHeartbeat(heartbeat: Heartbeat): Uint8Array | undefined {
+  if (hasUnknown(heartbeat)) return undefined;
+  const sizes: number[] = [];
+  let inner = uint64FieldSize(heartbeat.seq);
+  for (const ref of heartbeat.leases) {
+    if (hasUnknown(ref)) return undefined;
+    inner += lenFieldSize(sizeLeaseRef(ref, sizes));
+  }
+  const out = new Writer(lenFieldSize(inner));
+  out.byte(tag(2, LEN));
+  out.varint(inner);
+  out.uint64Field(1, heartbeat.seq);
+  let at = 0;
+  for (const ref of heartbeat.leases) at = writeLeaseRef(out, ref, sizes, at);
+  return out.pos === out.buf.length ? out.buf : undefined;
+}
+
+/** CoordinatorMessage field 3: RenewReply { seq = 1; repeated LeaseStatus statuses = 2; double 3, 4, 5 }. */
+function encodeRenewReply(reply: RenewReply): Uint8Array | undefined {
+  if (hasUnknown(reply)) return undefined;
+  return attempt(() => {
+    const sizes: number[] = [];
+    let inner = uint64FieldSize(reply.seq) + doubleFieldSize(reply.dbTimeMs) + doubleFieldSize(reply.dbTimeErrorMs) + doubleFieldSize(reply.heldMs);
+    for (const status of reply.statuses) inner += lenFieldSize(sizeLeaseStatus(status, sizes));
+    const out = new Writer(lenFieldSize(inner));
+    out.byte(tag(3, LEN));
+    out.varint(inner);
+    out.uint64Field(1, reply.seq);
+    let at = 0;
+    for (const status of reply.statuses) at = writeLeaseStatus(out, status, sizes, at);
+    out.doubleField(3, reply.dbTimeMs);
+    out.doubleField(4, reply.dbTimeErrorMs);
+    out.doubleField(5, reply.heldMs);
+    return out.pos === out.buf.length ? out.buf : undefined;
+  });
+}
+
 interface ListCodec<T> {
   size(item: T, sizes: number[]): number;
   write(out: Writer, item: T, sizes: number[], at: number): number;
@@ -324,6 +432,7 @@ export function encodeCoordinatorMessage(message: CoordinatorMessage): Uint8Arra
   const kind = message.kind;
   if (kind.case === 'assignments') return encodeList(2, kind.value, kind.value.assignments, ASSIGNMENT);
   if (kind.case === 'outcomeAcks') return encodeList(4, kind.value, kind.value.acks, OUTCOME_ACK);
+  if (kind.case === 'renewReply') return encodeRenewReply(kind.value);
   return undefined;
 }
 
@@ -332,6 +441,7 @@ export function encodeAgentMessage(message: AgentMessage): Uint8Array | undefine
   if (hasUnknown(message)) return undefined;
   const kind = message.kind;
   if (kind.case === 'outcomes') return encodeList(3, kind.value, kind.value.outcomes, LEASE_OUTCOME);
+  if (kind.case === 'heartbeat') return encodeHeartbeat(kind.value);
   return undefined;
 }
 
@@ -568,6 +678,102 @@ function readLeaseOutcome(input: Reader): LeaseOutcome {
   return o;
 }
 
+/** A bool: any non-zero varint is true, as protobuf-es reads it. */
+function boolField(input: Reader, wireType: number): boolean {
+  expectWireType(wireType, VARINT);
+  const value = input.value();
+  return typeof value === 'number' ? value !== 0 : value !== 0n;
+}
+
+function readLeaseRef(input: Reader): LeaseRef {
+  const ref: LeaseRef = { $typeName: 'kairos.v1.LeaseRef', jobId: '', leaseGeneration: 0n };
+  input.message((field, wireType) => {
+    switch (field) {
+      case 1: ref.jobId = input.stringField(wireType); break;
+      case 2: ref.leaseGeneration = input.uint64Field(wireType); break;
+      default: throw NOT_HOT;
+    }
+  });
+  return ref;
+}
+
+function readLeaseLost(input: Reader, wireType: number): LeaseLost {
+  expectWireType(wireType, LEN);
+  const lost: LeaseLost = { $typeName: 'kairos.v1.LeaseLost', reason: 0 };
+  input.message((field, innerType) => {
+    if (field === 1) lost.reason = input.int32Field(innerType);
+    else throw NOT_HOT;
+  });
+  return lost;
+}
+
+function readLeaseStatus(input: Reader): LeaseStatus {
+  const status: LeaseStatus = {
+    $typeName: 'kairos.v1.LeaseStatus',
+    jobId: '',
+    leaseGeneration: 0n,
+    state: { case: undefined },
+    abortRequested: false,
+  };
+  input.message((field, wireType) => {
+    switch (field) {
+      case 1: status.jobId = input.stringField(wireType); break;
+      case 2: status.leaseGeneration = input.uint64Field(wireType); break;
+      // The oneof set twice (protobuf overwrites or merges) is left to fromBinary.
+      case 3:
+        if (status.state.case !== undefined) throw NOT_HOT;
+        status.state = { case: 'remainingMs', value: input.uint32Field(wireType) };
+        break;
+      case 4:
+        if (status.state.case !== undefined) throw NOT_HOT;
+        status.state = { case: 'lost', value: readLeaseLost(input, wireType) };
+        break;
+      case 5: status.abortRequested = boolField(input, wireType); break;
+      default: throw NOT_HOT;
+    }
+  });
+  return status;
+}
+
+/**
+ * An envelope that is exactly one occurrence of oneof field `field`, holding a
+ * message read field by field by `visit`. Throws NOT_HOT otherwise.
+ */
+function readEnvelope(bytes: Uint8Array, field: number, visit: (input: Reader, field: number, wireType: number) => void): void {
+  const input = new Reader(bytes);
+  if (input.varint() !== tag(field, LEN)) throw NOT_HOT;
+  input.message((inner, wireType) => visit(input, inner, wireType));
+  if (input.pos !== input.end) throw NOT_HOT;
+}
+
+function decodeHeartbeat(bytes: Uint8Array): Heartbeat {
+  const heartbeat: Heartbeat = { $typeName: 'kairos.v1.Heartbeat', seq: 0n, leases: [] };
+  readEnvelope(bytes, 2, (input, field, wireType) => {
+    if (field === 1) heartbeat.seq = input.uint64Field(wireType);
+    else if (field === 2 && wireType === LEN) heartbeat.leases.push(readLeaseRef(input));
+    else throw NOT_HOT;
+  });
+  return heartbeat;
+}
+
+function decodeRenewReply(bytes: Uint8Array): RenewReply {
+  const reply: RenewReply = { $typeName: 'kairos.v1.RenewReply', seq: 0n, statuses: [], dbTimeMs: 0, dbTimeErrorMs: 0, heldMs: 0 };
+  readEnvelope(bytes, 3, (input, field, wireType) => {
+    switch (field) {
+      case 1: reply.seq = input.uint64Field(wireType); break;
+      case 2:
+        expectWireType(wireType, LEN);
+        reply.statuses.push(readLeaseStatus(input));
+        break;
+      case 3: reply.dbTimeMs = input.doubleField(wireType); break;
+      case 4: reply.dbTimeErrorMs = input.doubleField(wireType); break;
+      case 5: reply.heldMs = input.doubleField(wireType); break;
+      default: throw NOT_HOT;
+    }
+  });
+  return reply;
+}
+
 /**
  * An envelope that is exactly one occurrence of oneof field `field`, holding a
  * list (field 1) read by `readItem`. Returns the list, or throws NOT_HOT.
@@ -600,6 +806,8 @@ function attempt<T>(decode: () => T): T | undefined {
 const ASSIGNMENTS_TAG = tag(2, LEN);
 const OUTCOME_ACKS_TAG = tag(4, LEN);
 const OUTCOMES_TAG = tag(3, LEN);
+const RENEW_REPLY_TAG = tag(3, LEN);
+const HEARTBEAT_TAG = tag(2, LEN);
 
 export function decodeCoordinatorMessage(bytes: Uint8Array): CoordinatorMessage | undefined {
   const first = bytes[0];
@@ -621,10 +829,16 @@ export function decodeCoordinatorMessage(bytes: Uint8Array): CoordinatorMessage 
       };
     });
   }
+  if (first === RENEW_REPLY_TAG) {
+    return attempt(() => ({ $typeName: 'kairos.v1.CoordinatorMessage', kind: { case: 'renewReply', value: decodeRenewReply(bytes) } }));
+  }
   return undefined;
 }
 
 export function decodeAgentMessage(bytes: Uint8Array): AgentMessage | undefined {
+  if (bytes[0] === HEARTBEAT_TAG) {
+    return attempt(() => ({ $typeName: 'kairos.v1.AgentMessage', kind: { case: 'heartbeat', value: decodeHeartbeat(bytes) } }));
+  }
   if (bytes[0] !== OUTCOMES_TAG) return undefined;
   return attempt(() => {
     const outcomes = readList(bytes, 3, readLeaseOutcome);

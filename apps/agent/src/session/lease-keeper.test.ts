@@ -125,6 +125,23 @@ describe('LeaseKeeper', () => {
     keeper.drop(A);
     expect(keeper.otherGeneration({ jobId: 'a', generation: 2n })).toBeUndefined();
   });
+
+  it('answers a lookup only for the generation it holds: another generation of the job is not held, and dropping it drops nothing', () => {
+    const keeper = new LeaseKeeper(200);
+    keeper.hold(A, 'sleep', 600, 1_000);
+    const newer = { jobId: 'a', generation: 2n };
+    expect(keeper.get(newer)).toBeUndefined();
+    expect(keeper.drop(newer)).toBeUndefined();
+    expect(keeper.markStarted(newer, 1_100)).toBe(false);
+    expect(keeper.get(A)?.id).toBe('a@1');
+    expect(keeper.size).toBe(1);
+    // The session drops the older generation before holding the newer one (onAssignments).
+    keeper.drop(A);
+    keeper.hold(newer, 'sleep', 600, 1_200);
+    expect(keeper.get(A)).toBeUndefined();
+    expect(keeper.get(newer)?.id).toBe('a@2');
+    expect(keeper.refs()).toEqual([newer]);
+  });
 });
 
 describe('LeaseKeeper: pre-dispatched (waiting) leases', () => {

@@ -147,9 +147,12 @@ export type RenewVerdict =
   | { readonly kind: 'ignored' };
 
 export class LeaseKeeper {
+  /**
+   * Held leases by job id: at most one generation of a job is held (a newer
+   * assignment drops the older lease first, see `otherGeneration`), and a
+   * lookup by job id needs no key string built per call.
+   */
   private readonly leases = new Map<string, HeldLease>();
-  /** Lease id by job id: at most one generation of a job is held (see `otherGeneration`). */
-  private readonly byJob = new Map<string, string>();
   private marginMs: number;
 
   constructor(marginMs: number) {
@@ -171,13 +174,13 @@ export class LeaseKeeper {
   }
 
   get(key: LeaseKey): HeldLease | undefined {
-    return this.leases.get(leaseId(key));
+    const lease = this.leases.get(key.jobId);
+    return lease !== undefined && lease.key.generation === key.generation ? lease : undefined;
   }
 
   /** The held lease of the same job at another generation, if any. */
   otherGeneration(key: LeaseKey): HeldLease | undefined {
-    const id = this.byJob.get(key.jobId);
-    const lease = id === undefined ? undefined : this.leases.get(id);
+    const lease = this.leases.get(key.jobId);
     return lease !== undefined && lease.key.generation !== key.generation ? lease : undefined;
   }
 
@@ -284,14 +287,12 @@ export class LeaseKeeper {
       anchor,
       aborting: false,
     };
-    this.leases.set(lease.id, lease);
-    this.byJob.set(key.jobId, lease.id);
+    this.leases.set(key.jobId, lease);
     return lease;
   }
 
   private remove(lease: HeldLease): void {
-    this.leases.delete(lease.id);
-    if (this.byJob.get(lease.key.jobId) === lease.id) this.byJob.delete(lease.key.jobId);
+    if (this.leases.get(lease.key.jobId) === lease) this.leases.delete(lease.key.jobId);
   }
 
   /** offered -> running. False if the lease is no longer held (lost meanwhile). */
@@ -335,7 +336,7 @@ export class LeaseKeeper {
 
   /** Forgets a lease (released, revoked, lost). Returns it if it was held. */
   drop(key: LeaseKey): HeldLease | undefined {
-    const lease = this.leases.get(leaseId(key));
+    const lease = this.get(key);
     if (lease !== undefined) this.remove(lease);
     return lease;
   }

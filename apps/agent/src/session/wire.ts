@@ -11,6 +11,7 @@ import {
   OutcomeAckResult,
   type AgentMessageSchema,
   type Assignment,
+  type LeaseRef,
   type LeaseStatus,
   type Welcome,
 } from '@kairos/proto';
@@ -41,8 +42,13 @@ export function leaseKeyOf(message: { jobId: string; leaseGeneration: bigint }):
   return { jobId: message.jobId, generation: message.leaseGeneration };
 }
 
-export function leaseRefOf(key: LeaseKey): { jobId: string; leaseGeneration: bigint } {
-  return { jobId: key.jobId, leaseGeneration: key.generation };
+/**
+ * A complete LeaseRef message (with its `$typeName`): protobuf-es's `create`
+ * takes it as is instead of building one field by field, which matters for a
+ * heartbeat listing thousands of leases.
+ */
+export function leaseRefOf(key: LeaseKey): LeaseRef {
+  return { $typeName: 'kairos.v1.LeaseRef', jobId: key.jobId, leaseGeneration: key.generation };
 }
 
 /** An Assignment as the handler thread sees it. A missing (empty) payload is an empty object. */

@@ -19,6 +19,7 @@ import {
   type Assignment,
   type LeaseOutcome,
   type LeaseRef as WireLeaseRef,
+  type LeaseStatus,
 } from '@kairos/proto';
 import type { ClaimedJob, CompleteResult, CompletionReport, LeaseRef, RenewResult } from '@kairos/store';
 import { isJobId } from '@kairos/store';
@@ -101,14 +102,24 @@ export function toAssignment(job: ClaimedJob, anchorSeq: bigint, traceparent: st
   });
 }
 
-export function renewStatus(result: RenewResult) {
-  const base = { jobId: result.jobId, leaseGeneration: BigInt(result.leaseGeneration) };
+/**
+ * Renew statuses are built as complete LeaseStatus messages (`$typeName` and
+ * every field): protobuf-es's `create` then takes them as they are instead of
+ * building each one field by field, which matters for a RenewReply listing
+ * thousands of leases.
+ */
+function leaseStatus(jobId: string, leaseGeneration: bigint, state: LeaseStatus['state'], abortRequested = false): LeaseStatus {
+  return { $typeName: 'kairos.v1.LeaseStatus', jobId, leaseGeneration, state, abortRequested };
+}
+
+function lost(reason: LeaseLostReason): LeaseStatus['state'] {
+  return { case: 'lost', value: { $typeName: 'kairos.v1.LeaseLost', reason } };
+}
+
+export function renewStatus(result: RenewResult): LeaseStatus {
+  const generation = BigInt(result.leaseGeneration);
   if (result.kind === 'renewed' && result.remainingMs > 0) {
-    return {
-      ...base,
-      state: { case: 'remainingMs' as const, value: Math.min(result.remainingMs, 0xffffffff) },
-      abortRequested: result.abortRequested,
-    };
+    return leaseStatus(result.jobId, generation, { case: 'remainingMs', value: Math.min(result.remainingMs, 0xffffffff) }, result.abortRequested);
   }
   const reason =
     result.kind === 'renewed'
@@ -119,16 +130,12 @@ export function renewStatus(result: RenewResult) {
           ? LeaseLostReason.EXPIRED
           : // not-found, and not-owner: another agent's lease is none of this one's business.
             LeaseLostReason.NOT_FOUND;
-  return { ...base, state: { case: 'lost' as const, value: { reason } } };
+  return leaseStatus(result.jobId, generation, lost(reason));
 }
 
 /** The answer to a lease refused at the edge: lost, as if it did not exist. */
-export function malformedRenewStatus(lease: { jobId: string; leaseGeneration: bigint }) {
-  return {
-    jobId: lease.jobId,
-    leaseGeneration: lease.leaseGeneration,
-    state: { case: 'lost' as const, value: { reason: LeaseLostReason.NOT_FOUND } },
-  };
+export function malformedRenewStatus(lease: { jobId: string; leaseGeneration: bigint }): LeaseStatus {
+  return leaseStatus(lease.jobId, lease.leaseGeneration, lost(LeaseLostReason.NOT_FOUND));
 }
 
 export function outcomeAck(result: CompleteResult) {

@@ -11,24 +11,9 @@ import { pino } from 'pino';
 import { createTestDatabase, insertJob, waitFor, type TestDatabase } from '@kairos/testing';
 import type { Store } from '@kairos/store';
 import { coordinatorOptionsFromEnv } from '../config';
-import { createMetrics } from '../metrics';
-import type { AgentSession, CoordinatorMessageInit } from './agent-session';
+import { fakeSession as session, quietMetrics } from '../test-support/sessions';
+import type { CoordinatorMessageInit } from './agent-session';
 import { createDispatcher, type Dispatcher } from './dispatcher';
-
-function session(agentId: string, tasks: string[], sent: CoordinatorMessageInit[] = []): AgentSession {
-  return {
-    sessionId: Number(agentId.replace(/\D/g, '') || 0),
-    state: { kind: 'active', agent: { agentId, namespace: 'default', tokenId: null, tasks, capacity: 4, version: 'test', preDispatch: false, preDispatchQueue: 0 } },
-    connectedAt: new Date(),
-    lastHeartbeatAt: null,
-    lastSeenMs: performance.now(),
-    lastHeartbeatSeq: 0n,
-    held: new Map(),
-    ahead: new Map(),
-    send: (message) => void sent.push(message),
-    end: () => undefined,
-  };
-}
 
 describe('a claim round with many agents', () => {
   let db: TestDatabase;
@@ -47,13 +32,7 @@ describe('a claim round with many agents', () => {
     let claims = 0;
     const counted: Store = { ...store, lease: { ...store.lease, claimDue: (request) => ((claims += 1), store.lease.claimDue(request)) } };
     const options = coordinatorOptionsFromEnv({}, { pollIntervalMs: 60_000, dbPoolSize: 10 });
-    const metrics = createMetrics({
-      countDueNextMinute: async () => 0,
-      demand: async () => [],
-      demandHorizonMs: 1,
-      overdue: async () => ({ oldestMs: null, tasks: [] }),
-      agents: async () => [],
-    });
+    const metrics = quietMetrics();
     dispatcher = createDispatcher({ store: counted, options, logger: pino({ level: 'silent' }), metrics });
     for (let i = 1; i <= 200; i++) dispatcher.addSession(session(`idle-${i}`, ['idle']));
     const sent: CoordinatorMessageInit[] = [];

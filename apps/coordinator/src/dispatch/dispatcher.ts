@@ -508,8 +508,10 @@ export function createDispatcher(deps: {
     async release(session, leases, reason) {
       const agent = agentOf(session);
       if (!agent) return;
-      countForeign(agent, 'release', await releases.submit(heldBy(agent, leases).map((lease) => ({ ...lease, reason }))));
+      // Forgotten at once, not after the statement: the agent already has (its next heartbeat does not
+      // name them), and a heartbeat handled meanwhile must not count them as taken and never renewed.
       for (const lease of leases) session.held.delete(leaseKey(lease.jobId, lease.leaseGeneration));
+      countForeign(agent, 'release', await releases.submit(heldBy(agent, leases).map((lease) => ({ ...lease, reason }))));
       wake();
     },
     wake,

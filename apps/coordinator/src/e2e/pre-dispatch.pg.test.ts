@@ -172,7 +172,12 @@ describe('pre-dispatched leases, end to end', () => {
     }
     expect(timedOut.status).toBe(409);
     expect(timedOut.body.error.message).toMatch(/did not confirm/);
-    await waitFor(async () => (await job(unanswered.id))?.state === 'COMPLETED', { timeoutMs: 20_000, description: 'unanswered job ran' });
+    await waitFor(async () => (await job(unanswered.id))?.state === 'COMPLETED', { timeoutMs: 20_000, description: 'unanswered job ran' }).catch(
+      async (error: Error) => {
+        const logs = [...coordinator.proc.lines, ...agents[0]!.lines].filter((line) => Number(line.level ?? 30) >= 40 || /withdraw|releas|quarantin|probation/i.test(String(line.msg)));
+        throw new Error(`${error.message}; job ${JSON.stringify(await job(unanswered.id))}; runs ${JSON.stringify(await runsOf(unanswered.id))}; logs ${JSON.stringify(logs)}`);
+      },
+    );
     expect(receiver.callsTo('/unanswered')).toHaveLength(1);
     expect((await runsOf(unanswered.id)).filter((run) => run.outcome === 'SUCCEEDED')).toHaveLength(1);
     expect(await metricValue(coordinator.httpUrl, 'kairos_withdrawals_total', { result: 'timed-out' })).toBe(1);

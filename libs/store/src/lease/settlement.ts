@@ -202,6 +202,15 @@ WITH locked AS (${lockInIdOrder(2, 'AND j.schedule IS NULL')}), done AS (
 )
 SELECT id, lease_generation FROM done`;
 
+/** Leases past their lease_until, oldest first: read through jobs_claimed_lease_until_idx. */
+export const EXPIRED_SQL = `
+SELECT ${LOCKED_COLUMNS}, ${NOW(1)} AS now
+FROM jobs j
+WHERE j.state = 'CLAIMED' AND j.lease_until < ${NOW(1)}
+ORDER BY j.lease_until
+LIMIT $2
+FOR UPDATE SKIP LOCKED`;
+
 /**
  * Leases whose lease_until has passed go back to DUE (or DEAD at the cap, or the
  * next occurrence for a recurring job at the cap); their run is marked
@@ -215,15 +224,7 @@ export async function reapExpired(
   options: { limit?: number; now?: Date } = {},
 ): Promise<ReapResult> {
   return inTransaction(pool, async (client) => {
-    const { rows } = await client.query(
-      `SELECT ${LOCKED_COLUMNS}, ${NOW(1)} AS now
-       FROM jobs j
-       WHERE j.state = 'CLAIMED' AND j.lease_until < ${NOW(1)}
-       ORDER BY j.lease_until
-       LIMIT $2
-       FOR UPDATE SKIP LOCKED`,
-      [options.now ?? null, options.limit ?? 1000],
-    );
+    const { rows } = await client.query(EXPIRED_SQL, [options.now ?? null, options.limit ?? 1000]);
     if (rows.length === 0) return { expired: [], skipped: 0 };
     const dbNow = rows[0]!.now as Date;
     const endings = rows.map(
@@ -377,23 +378,38 @@ async function insertSkipped(
  *   the window, and runs every one from there in order (a planned stretch);
  *   the older ones are recorded SKIPPED.
  */
+/** A DUE recurring job not in a backfill or a decided next run: what the misfire sweep may move on. */
+const MISFIRE_CANDIDATE = `j.state = 'DUE' AND j.schedule IS NOT NULL AND j.backfill_resume_at IS NULL AND j.next_reason IS NULL`;
+const LATE_SKIP = `j.misfire_policy = 'skip' AND j.next_run_at < ${NOW(1)} - make_interval(secs => $2::double precision / 1000)`;
+const LATE_CATCH_UP = `j.misfire_policy = 'catch-up' AND j.catchup_window_ms IS NOT NULL AND j.attempt = 0
+  AND j.occurrence_at < ${NOW(1)} - make_interval(secs => j.catchup_window_ms::double precision / 1000)`;
+
+/**
+ * Late `skip` and `catch-up` jobs, oldest due first. Each kind is found through
+ * its own index (the due index by next_run_at; jobs_due_catchup_occurrence_idx,
+ * the window being positive, by occurrence_at before now): one statement with
+ * the two tests OR-ed together was a sequential scan of every job on every
+ * reaper pass. The locking query tests the rows again, on their latest version.
+ */
+export const MISFIRED_SQL = `
+WITH late AS MATERIALIZED (
+  (SELECT j.id FROM jobs j WHERE ${MISFIRE_CANDIDATE} AND ${LATE_SKIP} ORDER BY j.next_run_at LIMIT $3)
+  UNION ALL
+  (SELECT j.id FROM jobs j WHERE ${MISFIRE_CANDIDATE} AND ${LATE_CATCH_UP} AND j.occurrence_at < ${NOW(1)} ORDER BY j.next_run_at LIMIT $3)
+)
+SELECT ${LOCKED_COLUMNS}, ${NOW(1)} AS now
+FROM jobs j
+WHERE j.id IN (SELECT id FROM late) AND ${MISFIRE_CANDIDATE} AND ((${LATE_SKIP}) OR (${LATE_CATCH_UP}))
+ORDER BY j.next_run_at
+LIMIT $3
+FOR UPDATE OF j SKIP LOCKED`;
+
 export async function skipMisfired(
   pool: Pool,
   options: { thresholdMs?: number; limit?: number; now?: Date } = {},
 ): Promise<{ skipped: number; occurrences: number }> {
   return inTransaction(pool, async (client) => {
-    const { rows } = await client.query(
-      `SELECT ${LOCKED_COLUMNS}, ${NOW(1)} AS now
-       FROM jobs j
-       WHERE j.state = 'DUE' AND j.schedule IS NOT NULL AND j.backfill_resume_at IS NULL AND j.next_reason IS NULL
-         AND ((j.misfire_policy = 'skip' AND j.next_run_at < ${NOW(1)} - make_interval(secs => $2::double precision / 1000))
-           OR (j.misfire_policy = 'catch-up' AND j.catchup_window_ms IS NOT NULL AND j.attempt = 0
-               AND j.occurrence_at < ${NOW(1)} - make_interval(secs => j.catchup_window_ms::double precision / 1000)))
-       ORDER BY j.next_run_at
-       LIMIT $3
-       FOR UPDATE SKIP LOCKED`,
-      [options.now ?? null, options.thresholdMs ?? DEFAULT_MISFIRE_THRESHOLD_MS, options.limit ?? 1000],
-    );
+    const { rows } = await client.query(MISFIRED_SQL, [options.now ?? null, options.thresholdMs ?? DEFAULT_MISFIRE_THRESHOLD_MS, options.limit ?? 1000]);
     if (rows.length === 0) return { skipped: 0, occurrences: 0 };
     const now = rows[0]!.now as Date;
     const items = rows.map((row) => {
@@ -435,6 +451,16 @@ export async function skipMisfired(
   });
 }
 
+/** Running `cancel-other` jobs, for abortOverlapped to test their next occurrence. */
+export const OVERLAPPED_SQL = `
+SELECT j.id, j.namespace, j.schedule, j.timezone, j.occurrence_at, j.lease_generation, j.rescheduled_at,
+       r.started_at AS run_started_at, ${NOW(1)} AS now
+FROM jobs j LEFT JOIN runs r ON r.job_id = j.id AND r.lease_generation = j.lease_generation
+WHERE j.state = 'CLAIMED' AND j.overlap_policy = 'cancel-other' AND j.schedule IS NOT NULL AND j.abort_requested_at IS NULL
+  AND j.run_through IS NULL AND j.backfill_resume_at IS NULL
+ORDER BY j.occurrence_at
+LIMIT $2`;
+
 /**
  * `cancel-other`: a recurring job whose next occurrence came due while its run
  * runs (at or after the run started, under the schedule in force) has that run
@@ -445,16 +471,7 @@ export async function skipMisfired(
  * abort notifies like an operator's.
  */
 export async function abortOverlapped(pool: Pool, options: { limit?: number; now?: Date } = {}): Promise<{ aborted: number }> {
-  const { rows } = await pool.query(
-    `SELECT j.id, j.namespace, j.schedule, j.timezone, j.occurrence_at, j.lease_generation, j.rescheduled_at,
-            r.started_at AS run_started_at, ${NOW(1)} AS now
-     FROM jobs j LEFT JOIN runs r ON r.job_id = j.id AND r.lease_generation = j.lease_generation
-     WHERE j.state = 'CLAIMED' AND j.overlap_policy = 'cancel-other' AND j.schedule IS NOT NULL AND j.abort_requested_at IS NULL
-       AND j.run_through IS NULL AND j.backfill_resume_at IS NULL
-     ORDER BY j.occurrence_at
-     LIMIT $2`,
-    [options.now ?? null, options.limit ?? 1000],
-  );
+  const { rows } = await pool.query(OVERLAPPED_SQL, [options.now ?? null, options.limit ?? 1000]);
   let aborted = 0;
   for (const row of rows) {
     const floor = Math.max(

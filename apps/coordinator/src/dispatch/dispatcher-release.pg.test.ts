@@ -1,0 +1,74 @@
+/**
+ * An agent that gives a lease back (Release) and then heartbeats without it
+ * did nothing wrong, even when the heartbeat is handled while the release's
+ * statement is still running. It used to be quarantined for 30 s ("took
+ * leases and never renewed them") when the lease had not been named in a
+ * heartbeat for two intervals: a pre-dispatched lease of an agent paused
+ * (SIGSTOP) through its withdrawal, in pre-dispatch.pg.test.ts, one run in
+ * six. Here the release's statement is held open on purpose (the real store;
+ * its call is only delayed) so the order is certain.
+ */
+import { pino } from 'pino';
+import { createTestDatabase, insertJob, waitFor, type TestDatabase } from '@kairos/testing';
+import type { Store } from '@kairos/store';
+import { coordinatorOptionsFromEnv } from '../config';
+import { fakeSession, quietMetrics } from '../test-support/sessions';
+import { leaseKey, type CoordinatorMessageInit } from './agent-session';
+import { createDispatcher, type Dispatcher } from './dispatcher';
+
+describe('a release in flight while a heartbeat is handled', () => {
+  let db: TestDatabase;
+  let dispatcher: Dispatcher | undefined;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await dispatcher?.stop();
+    await db?.drop();
+  });
+
+  test('the agent is not quarantined, and the lease is released once the statement commits', async () => {
+    const store = db.createStore();
+    let openGate: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    let releaseCalled = false;
+    const gated: Store = {
+      ...store,
+      lease: {
+        ...store.lease,
+        release: async (...args) => {
+          releaseCalled = true;
+          await gate;
+          return store.lease.release(...args);
+        },
+      },
+    };
+    const options = coordinatorOptionsFromEnv({}, { pollIntervalMs: 60_000, dbPoolSize: 10 });
+    dispatcher = createDispatcher({ store: gated, options, logger: pino({ level: 'silent' }), metrics: quietMetrics() });
+    const sent: CoordinatorMessageInit[] = [];
+    const session = fakeSession('agent-1', ['work'], sent);
+    dispatcher.addSession(session);
+    const jobId = await insertJob(db.pool, { task: 'work', runAt: new Date(Date.now() - 1_000) });
+    dispatcher.start();
+    await waitFor(() => sent.some((message) => message.kind?.case === 'assignments'), { description: 'the job assigned' });
+    const { rows } = await db.pool.query('SELECT lease_generation FROM jobs WHERE id = $1', [jobId]);
+    const lease = { jobId, leaseGeneration: Number(rows[0].lease_generation) };
+    // Two heartbeat intervals (1 ms here) pass without the lease being named.
+    await waitFor(() => performance.now() - (session.held.get(leaseKey(jobId, lease.leaseGeneration))?.seenAtMs ?? performance.now()) > 10 || undefined, {
+      description: 'the lease unnamed for two intervals',
+    });
+
+    const released = dispatcher.release(session, [lease], 'no longer wanted');
+    await waitFor(() => releaseCalled, { description: 'the release statement under way' });
+    await dispatcher.renew(session, [], { complete: true, intervalMs: 1 });
+    expect(dispatcher.agents()[0]).toMatchObject({ agentId: 'agent-1', quarantinedUntil: null });
+
+    openGate();
+    await released;
+    // Released (the dispatcher may have claimed the job again since, at a newer generation).
+    const run = await db.pool.query('SELECT outcome, error FROM runs WHERE job_id = $1 AND lease_generation = $2', [jobId, lease.leaseGeneration]);
+    expect(run.rows[0]).toMatchObject({ outcome: 'CANCELLED', error: expect.stringContaining('no longer wanted') });
+    expect(dispatcher.agents()[0]).toMatchObject({ quarantinedUntil: null });
+  });
+});

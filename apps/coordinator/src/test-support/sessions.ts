@@ -1,0 +1,32 @@
+/**
+ * Dispatcher tests drive the dispatcher's own session objects, without
+ * streams: what it sends an agent is collected in `sent`.
+ */
+import type { AgentSession, CoordinatorMessageInit } from '../dispatch/agent-session';
+import { createMetrics, type Metrics } from '../metrics';
+
+export function fakeSession(agentId: string, tasks: string[], sent: CoordinatorMessageInit[] = [], capacity = 4): AgentSession {
+  return {
+    sessionId: Number(agentId.replace(/\D/g, '') || 0),
+    state: { kind: 'active', agent: { agentId, namespace: 'default', tokenId: null, tasks, capacity, version: 'test', preDispatch: false, preDispatchQueue: 0 } },
+    connectedAt: new Date(),
+    lastHeartbeatAt: null,
+    lastSeenMs: performance.now(),
+    lastHeartbeatSeq: 0n,
+    held: new Map(),
+    ahead: new Map(),
+    send: (message) => void sent.push(message),
+    end: () => undefined,
+  };
+}
+
+/** Metrics whose cluster-wide gauges read nothing (no database queries of their own). */
+export function quietMetrics(): Metrics {
+  return createMetrics({
+    countDueNextMinute: async () => 0,
+    demand: async () => [],
+    demandHorizonMs: 1,
+    overdue: async () => ({ oldestMs: null, tasks: [] }),
+    agents: async () => [],
+  });
+}
