@@ -144,7 +144,7 @@ ORDER BY c.next_run_at`;
 
 export async function claimDue(pool: Pool, request: ClaimRequest): Promise<ClaimedJob[]> {
   if (request.limit <= 0 || request.tasks.length === 0) return [];
-  const { rows } = await pool.query(CLAIM_SQL, [
+  const { rows } = await pool.query({ name: 'kairos_claim', text: CLAIM_SQL, values: [
     request.now ?? null,
     request.tasks,
     request.limit,
@@ -155,7 +155,7 @@ export async function claimDue(pool: Pool, request: ClaimRequest): Promise<Claim
     request.tokenId,
     Math.max(0, request.horizonMs ?? 0),
     request.futureOnly === true,
-  ]);
+  ] });
   return rows.map((row) => ({
     jobId: row.id,
     runId: Number(row.run_id),

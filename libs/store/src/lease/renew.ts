@@ -89,12 +89,7 @@ export async function renew(
   const valid = leases.filter(isWellFormed);
   const renewed = new Map<string, { remainingMs: number; abortRequested: boolean }>();
   if (valid.length > 0) {
-    const { rows } = await pool.query(RENEW_SQL, [
-      now ?? null,
-      leaseMs,
-      abortGraceMs,
-      ...holderArrays(valid),
-    ]);
+    const { rows } = await pool.query({ name: 'kairos_renew', text: RENEW_SQL, values: [now ?? null, leaseMs, abortGraceMs, ...holderArrays(valid)] });
     for (const row of rows) {
       renewed.set(heldKey(row.id, Number(row.lease_generation), row.lease_owner, row.lease_token), {
         remainingMs: Number(row.remaining_ms),

@@ -130,7 +130,7 @@ export async function complete(
   // Fast path, one statement: successful one-off runs need no schedule arithmetic.
   const simple = firstReports.filter((report) => report.outcome === 'SUCCEEDED');
   if (simple.length > 0) {
-    const { rows } = await pool.query(COMPLETE_SIMPLE_SQL, [now ?? null, ...holderArrays(simple)]);
+    const { rows } = await pool.query({ name: 'kairos_complete_simple', text: COMPLETE_SIMPLE_SQL, values: [now ?? null, ...holderArrays(simple)] });
     for (const row of rows) {
       settled.set(leaseKey(row.id, Number(row.lease_generation)), { state: 'COMPLETED', nextRunAt: null, runOutcome: 'SUCCEEDED', skips: [] });
     }
@@ -365,19 +365,6 @@ async function insertSkipped(
   );
 }
 
-/**
- * Late jobs the claim must not serve as they are, moved on in the reaper's
- * pass on every coordinator (SKIP LOCKED shares the work):
- *
- * - `skip` means an occurrence never runs late. A recurring `skip` job whose
- *   pending occurrence is later than the threshold (the claim leaves such rows
- *   alone) is moved to its next future occurrence; the occurrence it was
- *   waiting to serve and every one after it up to now are recorded SKIPPED.
- * - `catch-up` runs missed occurrences no older than the job's window. A job
- *   waiting on an occurrence older than that is moved to the oldest one inside
- *   the window, and runs every one from there in order (a planned stretch);
- *   the older ones are recorded SKIPPED.
- */
 /** A DUE recurring job not in a backfill or a decided next run: what the misfire sweep may move on. */
 const MISFIRE_CANDIDATE = `j.state = 'DUE' AND j.schedule IS NOT NULL AND j.backfill_resume_at IS NULL AND j.next_reason IS NULL`;
 const LATE_SKIP = `j.misfire_policy = 'skip' AND j.next_run_at < ${NOW(1)} - make_interval(secs => $2::double precision / 1000)`;
@@ -404,6 +391,19 @@ ORDER BY j.next_run_at
 LIMIT $3
 FOR UPDATE OF j SKIP LOCKED`;
 
+/**
+ * Late jobs the claim must not serve as they are, moved on in the reaper's
+ * pass on every coordinator (SKIP LOCKED shares the work):
+ *
+ * - `skip` means an occurrence never runs late. A recurring `skip` job whose
+ *   pending occurrence is later than the threshold (the claim leaves such rows
+ *   alone) is moved to its next future occurrence; the occurrence it was
+ *   waiting to serve and every one after it up to now are recorded SKIPPED.
+ * - `catch-up` runs missed occurrences no older than the job's window. A job
+ *   waiting on an occurrence older than that is moved to the oldest one inside
+ *   the window, and runs every one from there in order (a planned stretch);
+ *   the older ones are recorded SKIPPED.
+ */
 export async function skipMisfired(
   pool: Pool,
   options: { thresholdMs?: number; limit?: number; now?: Date } = {},
