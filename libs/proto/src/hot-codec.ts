@@ -312,7 +312,6 @@ const isUint32 = (value: number): boolean => Number.isInteger(value) && value >=
 
 /** Sizes of one LeaseStatus; its oneof `state` is written when set, `remaining_ms` even when 0 (oneof members have presence). */
 function sizeLeaseStatus(status: LeaseStatus, sizes: number[]): number {
-  if (hasUnknown(status)) throw NOT_HOT;
   const jobId = utf8Length(status.jobId);
   let state = 0;
   let lost = -1;
@@ -354,39 +353,31 @@ function writeLeaseStatus(out: Writer, status: LeaseStatus, sizes: number[], at:
 
 /** AgentMessage field 2: Heartbeat { seq = 1; repeated LeaseRef leases = 2 }. */
 function encodeHeartbeat(heartbeat: Heartbeat): Uint8Array | undefined {
-  if (hasUnknown(heartbeat)) return undefined;
   const sizes: number[] = [];
-  let inner = uint64FieldSize(heartbeat.seq);
-  for (const ref of heartbeat.leases) {
-    if (hasUnknown(ref)) return undefined;
-    inner += lenFieldSize(sizeLeaseRef(ref, sizes));
-  }
-  const out = new Writer(lenFieldSize(inner));
-  out.byte(tag(2, LEN));
-  out.varint(inner);
-  out.uint64Field(1, heartbeat.seq);
-  let at = 0;
-  for (const ref of heartbeat.leases) at = writeLeaseRef(out, ref, sizes, at);
-  return out.pos === out.buf.length ? out.buf : undefined;
+  const inner = uint64FieldSize(heartbeat.seq) + sizeItems(heartbeat.leases, sizeLeaseRef, sizes);
+  return envelope(2, inner, (out) => {
+    out.uint64Field(1, heartbeat.seq);
+    let at = 0;
+    for (const ref of heartbeat.leases) at = writeLeaseRef(out, ref, sizes, at);
+  });
 }
 
 /** CoordinatorMessage field 3: RenewReply { seq = 1; repeated LeaseStatus statuses = 2; double 3, 4, 5 }. */
 function encodeRenewReply(reply: RenewReply): Uint8Array | undefined {
-  if (hasUnknown(reply)) return undefined;
-  return attempt(() => {
-    const sizes: number[] = [];
-    let inner = uint64FieldSize(reply.seq) + doubleFieldSize(reply.dbTimeMs) + doubleFieldSize(reply.dbTimeErrorMs) + doubleFieldSize(reply.heldMs);
-    for (const status of reply.statuses) inner += lenFieldSize(sizeLeaseStatus(status, sizes));
-    const out = new Writer(lenFieldSize(inner));
-    out.byte(tag(3, LEN));
-    out.varint(inner);
+  const sizes: number[] = [];
+  const inner =
+    uint64FieldSize(reply.seq) +
+    sizeItems(reply.statuses, sizeLeaseStatus, sizes) +
+    doubleFieldSize(reply.dbTimeMs) +
+    doubleFieldSize(reply.dbTimeErrorMs) +
+    doubleFieldSize(reply.heldMs);
+  return envelope(3, inner, (out) => {
     out.uint64Field(1, reply.seq);
     let at = 0;
     for (const status of reply.statuses) at = writeLeaseStatus(out, status, sizes, at);
     out.doubleField(3, reply.dbTimeMs);
     out.doubleField(4, reply.dbTimeErrorMs);
     out.doubleField(5, reply.heldMs);
-    return out.pos === out.buf.length ? out.buf : undefined;
   });
 }
 
@@ -410,38 +401,53 @@ const hasUnknown = (message: object): boolean => {
  * (`Assignments`, `OutcomeAcks`, `Outcomes`). The list's items are sized, then
  * everything is written into one buffer.
  */
-function encodeList<T extends object>(field: number, holder: object, items: readonly T[], codec: ListCodec<T>): Uint8Array | undefined {
-  if (hasUnknown(holder)) return undefined;
+function encodeList<T extends object>(field: number, items: readonly T[], codec: ListCodec<T>): Uint8Array | undefined {
   const sizes: number[] = [];
-  let inner = 0;
+  return envelope(field, sizeItems(items, codec.size, sizes), (out) => {
+    let at = 0;
+    for (const item of items) at = codec.write(out, item, sizes, at);
+  });
+}
+
+/**
+ * The bytes `items` take as length-delimited fields, each sized by `size`
+ * (which pushes what the writing pass needs onto `sizes`). An item carrying
+ * unknown fields is left to toBinary (NOT_HOT).
+ */
+function sizeItems<T extends object>(items: readonly T[], size: (item: T, sizes: number[]) => number, sizes: number[]): number {
+  let total = 0;
   for (const item of items) {
-    if (hasUnknown(item)) return undefined;
-    inner += lenFieldSize(codec.size(item, sizes));
+    if (hasUnknown(item)) throw NOT_HOT;
+    total += lenFieldSize(size(item, sizes));
   }
+  return total;
+}
+
+/** One buffer: oneof `field` holding `inner` bytes that `body` writes; undefined if the sizing and the writing disagree. */
+function envelope(field: number, inner: number, body: (out: Writer) => void): Uint8Array | undefined {
   const out = new Writer(lenFieldSize(inner));
   out.byte(tag(field, LEN));
   out.varint(inner);
-  let at = 0;
-  for (const item of items) at = codec.write(out, item, sizes, at);
+  body(out);
   return out.pos === out.buf.length ? out.buf : undefined;
 }
 
 /** The bytes of a CoordinatorMessage carrying assignments or outcome acks; undefined for anything else. */
 export function encodeCoordinatorMessage(message: CoordinatorMessage): Uint8Array | undefined {
-  if (hasUnknown(message)) return undefined;
   const kind = message.kind;
-  if (kind.case === 'assignments') return encodeList(2, kind.value, kind.value.assignments, ASSIGNMENT);
-  if (kind.case === 'outcomeAcks') return encodeList(4, kind.value, kind.value.acks, OUTCOME_ACK);
-  if (kind.case === 'renewReply') return encodeRenewReply(kind.value);
+  if (hasUnknown(message) || kind.case === undefined || hasUnknown(kind.value)) return undefined;
+  if (kind.case === 'assignments') return attempt(() => encodeList(2, kind.value.assignments, ASSIGNMENT));
+  if (kind.case === 'outcomeAcks') return attempt(() => encodeList(4, kind.value.acks, OUTCOME_ACK));
+  if (kind.case === 'renewReply') return attempt(() => encodeRenewReply(kind.value));
   return undefined;
 }
 
 /** The bytes of an AgentMessage carrying outcomes; undefined for anything else. */
 export function encodeAgentMessage(message: AgentMessage): Uint8Array | undefined {
-  if (hasUnknown(message)) return undefined;
   const kind = message.kind;
-  if (kind.case === 'outcomes') return encodeList(3, kind.value, kind.value.outcomes, LEASE_OUTCOME);
-  if (kind.case === 'heartbeat') return encodeHeartbeat(kind.value);
+  if (hasUnknown(message) || kind.case === undefined || hasUnknown(kind.value)) return undefined;
+  if (kind.case === 'outcomes') return attempt(() => encodeList(3, kind.value.outcomes, LEASE_OUTCOME));
+  if (kind.case === 'heartbeat') return attempt(() => encodeHeartbeat(kind.value));
   return undefined;
 }
 
@@ -779,23 +785,18 @@ function decodeRenewReply(bytes: Uint8Array): RenewReply {
  * list (field 1) read by `readItem`. Returns the list, or throws NOT_HOT.
  */
 function readList<T>(bytes: Uint8Array, field: number, readItem: (input: Reader) => T): T[] {
-  const input = new Reader(bytes);
-  const key = input.varint();
-  if (key !== tag(field, LEN)) throw NOT_HOT;
   const items: T[] = [];
-  input.nested((end) => {
-    while (input.pos < end) {
-      if (input.varint() !== tag(1, LEN)) throw NOT_HOT;
-      items.push(readItem(input));
-    }
+  readEnvelope(bytes, field, (input, inner, wireType) => {
+    if (inner !== 1 || wireType !== LEN) throw NOT_HOT;
+    items.push(readItem(input));
   });
-  if (input.pos !== input.end) throw NOT_HOT;
   return items;
 }
 
-function attempt<T>(decode: () => T): T | undefined {
+/** Runs an encoder or decoder: undefined when it declined (NOT_HOT) or ran out of input, so the caller uses protobuf-es. */
+function attempt<T>(run: () => T): T | undefined {
   try {
-    return decode();
+    return run();
   } catch (error: unknown) {
     if (error === NOT_HOT || error instanceof RangeError) return undefined;
     throw error;

@@ -1,4 +1,4 @@
-import { createTestDatabase, insertDueJobs, at, type TestDatabase } from '@kairos/testing';
+import { createTestDatabase, findPlanNodes, insertDueJobs, at, type PlanNode, type TestDatabase } from '@kairos/testing';
 import { CLAIM_SQL } from './lease';
 
 /**
@@ -84,32 +84,20 @@ describe('claim cost does not grow with far-future jobs', () => {
   }, 120_000);
 });
 
-type PlanNode = Record<string, unknown> & { Plans?: PlanNode[] };
-
 /** The due rows come from an ordered index scan cut off at the LIMIT, and no Sort reads more than the LIMIT. */
 function expectOrderedIndexScan(claim: { plan: string; root: PlanNode }, limit: number): void {
   const scan = findNode(claim.root, (node) => node['Index Name'] === 'jobs_due_next_run_at_idx');
   if (scan === undefined || String(scan['Node Type']) !== 'Index Scan' || Number(scan['Actual Rows'] ?? 0) > limit) {
     throw new Error(`the claim does not read jobs_due_next_run_at_idx in order up to its LIMIT: ${claim.plan}`);
   }
-  for (const sort of findAll(claim.root, (node) => node['Node Type'] === 'Sort')) {
+  for (const sort of findPlanNodes(claim.root, (node) => node['Node Type'] === 'Sort')) {
     // The sorted input is the Outer child; CTEs hang off the same node as InitPlans.
     const input = Number((sort.Plans ?? []).find((child) => child['Parent Relationship'] === 'Outer')?.['Actual Rows'] ?? 0);
     if (input > limit) throw new Error(`the claim sorts ${input} rows, more than its LIMIT of ${limit}: ${claim.plan}`);
   }
 }
 
-function findAll(node: PlanNode, match: (node: PlanNode) => boolean, found: PlanNode[] = []): PlanNode[] {
-  if (match(node)) found.push(node);
-  for (const child of node.Plans ?? []) findAll(child, match, found);
-  return found;
-}
-
+/** The first node `match` accepts, with its numeric fields typed as numbers. */
 function findNode(node: PlanNode, match: (node: PlanNode) => boolean): (PlanNode & Record<string, number>) | undefined {
-  if (match(node)) return node as PlanNode & Record<string, number>;
-  for (const child of node.Plans ?? []) {
-    const found = findNode(child, match);
-    if (found) return found;
-  }
-  return undefined;
+  return findPlanNodes(node, match)[0] as (PlanNode & Record<string, number>) | undefined;
 }

@@ -1,4 +1,4 @@
-import { at, createTestDatabase, insertDueJobs, type TestDatabase } from '@kairos/testing';
+import { at, createTestDatabase, findPlanNodes, insertDueJobs, type PlanNode, type TestDatabase } from '@kairos/testing';
 import { EXPIRED_SQL, MISFIRED_SQL, OVERLAPPED_SQL } from './lease';
 
 /**
@@ -47,9 +47,9 @@ describe('the reaper reads indexes, not the jobs table', () => {
   }
 
   function expectNoTableScan(plan: { root: PlanNode; text: string }): void {
-    const scans = findAll(plan.root, (node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobs');
+    const scans = findPlanNodes(plan.root, (node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobs');
     if (scans.length > 0) throw new Error(`reads the whole jobs table (Seq Scan): ${plan.text}`);
-    const buffers = findAll(plan.root, () => true).reduce(
+    const buffers = findPlanNodes(plan.root, () => true).reduce(
       (most, node) => Math.max(most, Number(node['Shared Hit Blocks'] ?? 0) + Number(node['Shared Read Blocks'] ?? 0)),
       0,
     );
@@ -75,11 +75,3 @@ describe('the reaper reads indexes, not the jobs table', () => {
     expectNoTableScan(await explain(OVERLAPPED_SQL, [now, 1000]));
   });
 });
-
-type PlanNode = Record<string, unknown> & { Plans?: PlanNode[] };
-
-function findAll(node: PlanNode, match: (node: PlanNode) => boolean, found: PlanNode[] = []): PlanNode[] {
-  if (match(node)) found.push(node);
-  for (const child of node.Plans ?? []) findAll(child, match, found);
-  return found;
-}

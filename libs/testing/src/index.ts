@@ -18,3 +18,4 @@ export { restClient, type RestResponse } from './rest-client';
 export { makeTestPki, type TestPki } from './certificates';
 export { metricValue } from './metrics';
 export { startHeldCalls, type HeldCall, type HeldCalls } from './held-calls';
+export { findPlanNodes, type PlanNode } from './plans';

@@ -8,13 +8,11 @@
  * six. Here the release's statement is held open on purpose (the real store;
  * its call is only delayed) so the order is certain.
  */
-import { pino } from 'pino';
 import { createTestDatabase, insertJob, waitFor, type TestDatabase } from '@kairos/testing';
 import type { Store } from '@kairos/store';
-import { coordinatorOptionsFromEnv } from '../config';
-import { fakeSession, quietMetrics } from '../test-support/sessions';
+import { fakeSession, testDispatcher } from '../test-support/sessions';
 import { leaseKey, type CoordinatorMessageInit } from './agent-session';
-import { createDispatcher, type Dispatcher } from './dispatcher';
+import type { Dispatcher } from './dispatcher';
 
 describe('a release in flight while a heartbeat is handled', () => {
   let db: TestDatabase;
@@ -44,8 +42,7 @@ describe('a release in flight while a heartbeat is handled', () => {
         },
       },
     };
-    const options = coordinatorOptionsFromEnv({}, { pollIntervalMs: 60_000, dbPoolSize: 10 });
-    dispatcher = createDispatcher({ store: gated, options, logger: pino({ level: 'silent' }), metrics: quietMetrics() });
+    dispatcher = testDispatcher(gated);
     const sent: CoordinatorMessageInit[] = [];
     const session = fakeSession('agent-1', ['work'], sent);
     dispatcher.addSession(session);

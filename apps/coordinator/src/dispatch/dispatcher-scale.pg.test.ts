@@ -7,13 +7,11 @@
  * store and database; the sessions are the dispatcher's own objects, without
  * streams.
  */
-import { pino } from 'pino';
 import { createTestDatabase, insertJob, waitFor, type TestDatabase } from '@kairos/testing';
 import type { Store } from '@kairos/store';
-import { coordinatorOptionsFromEnv } from '../config';
-import { fakeSession as session, quietMetrics } from '../test-support/sessions';
+import { fakeSession as session, testDispatcher } from '../test-support/sessions';
 import type { CoordinatorMessageInit } from './agent-session';
-import { createDispatcher, type Dispatcher } from './dispatcher';
+import type { Dispatcher } from './dispatcher';
 
 describe('a claim round with many agents', () => {
   let db: TestDatabase;
@@ -31,9 +29,7 @@ describe('a claim round with many agents', () => {
     const store = db.createStore();
     let claims = 0;
     const counted: Store = { ...store, lease: { ...store.lease, claimDue: (request) => ((claims += 1), store.lease.claimDue(request)) } };
-    const options = coordinatorOptionsFromEnv({}, { pollIntervalMs: 60_000, dbPoolSize: 10 });
-    const metrics = quietMetrics();
-    dispatcher = createDispatcher({ store: counted, options, logger: pino({ level: 'silent' }), metrics });
+    dispatcher = testDispatcher(counted);
     for (let i = 1; i <= 200; i++) dispatcher.addSession(session(`idle-${i}`, ['idle']));
     const sent: CoordinatorMessageInit[] = [];
     dispatcher.addSession(session('worker-1', ['work'], sent));

@@ -2,7 +2,11 @@
  * Dispatcher tests drive the dispatcher's own session objects, without
  * streams: what it sends an agent is collected in `sent`.
  */
+import { pino } from 'pino';
+import type { Store } from '@kairos/store';
+import { coordinatorOptionsFromEnv } from '../config';
 import type { AgentSession, CoordinatorMessageInit } from '../dispatch/agent-session';
+import { createDispatcher, type Dispatcher } from '../dispatch/dispatcher';
 import { createMetrics, type Metrics } from '../metrics';
 
 export function fakeSession(agentId: string, tasks: string[], sent: CoordinatorMessageInit[] = [], capacity = 4): AgentSession {
@@ -21,7 +25,7 @@ export function fakeSession(agentId: string, tasks: string[], sent: CoordinatorM
 }
 
 /** Metrics whose cluster-wide gauges read nothing (no database queries of their own). */
-export function quietMetrics(): Metrics {
+function quietMetrics(): Metrics {
   return createMetrics({
     countDueNextMinute: async () => 0,
     demand: async () => [],
@@ -29,4 +33,10 @@ export function quietMetrics(): Metrics {
     overdue: async () => ({ oldestMs: null, tasks: [] }),
     agents: async () => [],
   });
+}
+
+/** A dispatcher on `store` with the default options, no periodic wake-ups to speak of (a minute), silent. */
+export function testDispatcher(store: Store): Dispatcher {
+  const options = coordinatorOptionsFromEnv({}, { pollIntervalMs: 60_000, dbPoolSize: 10 });
+  return createDispatcher({ store, options, logger: pino({ level: 'silent' }), metrics: quietMetrics() });
 }

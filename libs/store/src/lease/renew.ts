@@ -74,7 +74,7 @@ SELECT id, lease_generation, lease_owner, lease_token, false, remaining_ms FROM 
  * the holder may hear `renewed`.
  */
 const heldKey = (jobId: string, generation: number, owner: string, token: string | null) =>
-  `${leaseKey(jobId, generation)}\u0000${owner}\u0000${token ?? ''}`;
+  `${leaseKey(jobId, generation)}\u0000${owner}\u0000${token?.toLowerCase() ?? ''}`;
 
 /** Default for `abortGraceMs`: how long the holder of an aborted lease keeps it to stop the handler. */
 export const DEFAULT_ABORT_GRACE_MS = 30_000;
@@ -97,7 +97,7 @@ export async function renew(
       });
     }
   }
-  const keyOf = (lease: HeldLeaseRef) => heldKey(lease.jobId.toLowerCase(), lease.leaseGeneration, lease.owner, lease.tokenId?.toLowerCase() ?? null);
+  const keyOf = (lease: HeldLeaseRef) => heldKey(lease.jobId, lease.leaseGeneration, lease.owner, lease.tokenId);
   const lostIds = leases.filter((lease) => !renewed.has(keyOf(lease)));
   const current = await currentHolders(pool, lostIds);
   return leases.map((lease): RenewResult => {
