@@ -223,6 +223,12 @@ describe('LeaseKeeper: pre-dispatched (waiting) leases', () => {
     keeper.markStarted(B, 2_200);
     expect(keeper.markFinished(B, done)).toBe(true);
     expect(keeper.startDue(2_300, 2 - keeper.handlerSlotsInUse())).toEqual({ offers: [offer(A)], queued: 0 });
+    // C and A are offered and not yet started (the session holds outcomes until they have: anyOffered).
+    expect(keeper.anyOffered()).toBe(true);
+    keeper.markStarted(C, 2_301);
+    expect(keeper.anyOffered()).toBe(true);
+    keeper.markStarted(A, 2_302);
+    expect(keeper.anyOffered()).toBe(false);
   });
 
   it('a queued lease whose release instant comes without a slot is forgotten, to be given back', () => {

@@ -229,6 +229,12 @@ export class LeaseKeeper {
     return { offers, queued: due.length - take };
   }
 
+  /** Whether the handler thread has a lease it has not reported started. */
+  anyOffered(): boolean {
+    for (const lease of this.leases.values()) if (lease.phase.kind === 'offered') return true;
+    return false;
+  }
+
   /** Leases the handler thread has (offered or running): each takes one of its slots. */
   handlerSlotsInUse(): number {
     let used = 0;

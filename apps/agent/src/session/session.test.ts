@@ -14,6 +14,7 @@ import { TaskAbortedError } from '../sdk';
 import { ControlledTask } from '../test-support/controlled-task';
 import { FakeCoordinator, type FakeCoordinatorOptions, type FakeStream } from '../test-support/fake-coordinator';
 import { EventLog, waitFor } from '../test-support/wait-for';
+import { OUTCOME_HOLD_MAX_MS } from './session';
 
 const cleanups: (() => Promise<void>)[] = [];
 
@@ -451,6 +452,47 @@ describe('agent session', () => {
       controlled.finish('q3');
       await log.wait('outcome-acked', (i) => i.jobId === 'q3');
       expect(stream.releases().map((r) => r.jobId)).toEqual(['q4']);
+    });
+
+    it('holds outcomes while the start queue waits for slots, and sends them together once its last lease has started', async () => {
+      const { log, controlled, stream } = await setup({ agent: { capacity: 1, preDispatchQueue: 2 }, internals: { startGraceMs: 60_000 } });
+      const at = Date.now() + 200;
+      // One instant for all three (a spike): two wait for the slot from the start.
+      stream.assign(
+        { jobId: 'h1', task: 'controlled', startAtMs: at },
+        { jobId: 'h2', task: 'controlled', startAtMs: at },
+        { jobId: 'h3', task: 'controlled', startAtMs: at },
+      );
+      await log.wait('started', (i) => i.jobId === 'h1');
+      controlled.finish('h1');
+      await log.wait('started', (i) => i.jobId === 'h2');
+      // h3 still waits for the slot: h1's outcome is held, heartbeats included.
+      await heartbeatsPass(stream, 1);
+      expect(stream.outcomes()).toEqual([]);
+      controlled.finish('h2');
+      await log.wait('started', (i) => i.jobId === 'h3');
+      await waitFor('the held outcomes', () => stream.outcomes().length >= 2);
+      // One message for both, sent after the queue's last lease started.
+      expect(stream.outcomeMessages()[0]?.sort()).toEqual(['h1', 'h2']);
+      controlled.finish('h3');
+      await log.wait('outcome-acked', (i) => i.jobId === 'h3');
+    });
+
+    it('sends held outcomes within OUTCOME_HOLD_MAX_MS even while the start queue stays blocked', async () => {
+      const { log, controlled, stream } = await setup({ agent: { capacity: 1, preDispatchQueue: 2 }, internals: { startGraceMs: 60_000 } });
+      const at = Date.now() + 200;
+      stream.assign({ jobId: 'b1', task: 'controlled', startAtMs: at }, { jobId: 'b2', task: 'controlled', startAtMs: at }, { jobId: 'b3', task: 'controlled', startAtMs: at });
+      await log.wait('started', (i) => i.jobId === 'b1');
+      const finishedAt = performance.now();
+      controlled.finish('b1');
+      // b2 runs on and b3 keeps waiting: the hold ends by its bound, not by the queue.
+      await log.wait('outcome-acked', (i) => i.jobId === 'b1');
+      expect(performance.now() - finishedAt).toBeGreaterThanOrEqual(OUTCOME_HOLD_MAX_MS - 5);
+      expect(log.find('started', (i) => i.jobId === 'b3')).toBeUndefined();
+      controlled.finish('b2');
+      await log.wait('started', (i) => i.jobId === 'b3');
+      controlled.finish('b3');
+      await log.wait('outcome-acked', (i) => i.jobId === 'b3');
     });
 
     it('gives back the queued leases once the queue stops moving, never starting them', async () => {

@@ -217,6 +217,17 @@ const START_SPIN_MS = 2;
  * eight in under two seconds.
  */
 const CLOCK_SYNC_BEATS_MS = [50, 100, 200, 300, 500, 800, 1_200, 1_800];
+/**
+ * Starts before reports: while the start queue holds leases whose start has
+ * come (a spike draining through the handler thread's slots), finished
+ * outcomes wait instead of leaving at the end of the turn, at most this long
+ * (then they leave anyway, and again every this long while the queue stays
+ * blocked). Reporting a run is the coordinator's and the database's work too
+ * (a completion per job); done while a spike starts, it takes CPU from the
+ * starts whenever they share cores. Outcomes are not late in any way that
+ * matters: the lease stays held (and renewed) until the outcome is recorded.
+ */
+export const OUTCOME_HOLD_MAX_MS = 500;
 
 export class AgentSession {
   private state: SessionState = { kind: 'closed', reason: 'not started' };
@@ -251,6 +262,9 @@ export class AgentSession {
   /** This thread's clock against the database's, from Welcome and RenewReply (pre-dispatch). */
   private readonly dbOffset = new DbOffset();
   private outcomeFlushPending = false;
+  /** Outcomes are held while the start queue is blocked (OUTCOME_HOLD_MAX_MS): fires when the hold ends. */
+  private outcomeHoldTimer: NodeJS.Timeout | undefined;
+  private holdCheckSoon = false;
   private linkSerial = 0;
 
   constructor(
@@ -305,6 +319,7 @@ export class AgentSession {
         if (!this.keeper.markStarted(message.lease, this.now())) {
           this.log('debug', { lease: leaseId(message.lease) }, 'started a lease that is no longer held');
         }
+        if (this.outcomeHoldTimer !== undefined && !this.startsBlocked) this.releaseHeldOutcomesOnceStarted();
         return;
       case 'outcome': {
         const held = this.keeper.markFinished(message.lease, {
@@ -330,6 +345,9 @@ export class AgentSession {
         if (this.work.kind !== 'accepting') return;
         this.work = { kind: 'finishing' };
         for (const lease of this.keeper.dropUnconfirmed()) this.releaseUnconfirmed(lease, 'agent is draining');
+        // Nothing waits to start any more: held outcomes leave now.
+        this.startsBlocked = false;
+        if (this.outcomeHoldTimer !== undefined) this.releaseHeldOutcomes();
         this.log('info', { held: this.keeper.size }, 'draining: no new work');
         this.activeLink()?.write({ kind: { case: 'draining', value: {} } });
         return;
@@ -682,6 +700,8 @@ export class AgentSession {
     const { offers, queued } = this.keeper.startDue(now, this.config.capacity - this.keeper.handlerSlotsInUse());
     for (const offer of offers) this.host.post({ type: 'offer', lease: offer });
     this.startsBlocked = queued > 0;
+    // The queue moved on: outcomes held while it was blocked leave once its last offers have started.
+    if (queued === 0 && this.outcomeHoldTimer !== undefined) this.releaseHeldOutcomesOnceStarted();
     if (queued > 0) {
       const late = this.keeper.overdue(now, this.releaseAt);
       if (late.length > 0) {
@@ -894,7 +914,8 @@ export class AgentSession {
     const link = this.activeLink();
     if (link === undefined) return;
     link.heartbeat(this.keeper.refs().map(leaseRefOf), this.now());
-    this.flushOutcomes(link);
+    // While outcomes are held for a blocked start queue, the hold's end sends them.
+    if (this.outcomeHoldTimer === undefined) this.flushOutcomes(link);
   }
 
   /**
@@ -903,12 +924,39 @@ export class AgentSession {
    * one per batch, on both sides of the stream.
    */
   private scheduleOutcomeFlush(): void {
-    if (this.outcomeFlushPending) return;
+    if (this.outcomeFlushPending || this.outcomeHoldTimer !== undefined) return;
     this.outcomeFlushPending = true;
     setImmediate(() => {
       this.outcomeFlushPending = false;
-      if (this.state.kind !== 'closed') this.flushOutcomes(this.activeLink());
+      if (this.state.kind === 'closed') return;
+      if (this.startsBlocked && this.work.kind === 'accepting') {
+        // Starts first (OUTCOME_HOLD_MAX_MS): the queue unblocking, or the hold's end, sends them.
+        this.outcomeHoldTimer = setTimeout(() => this.releaseHeldOutcomes(), OUTCOME_HOLD_MAX_MS);
+        return;
+      }
+      this.flushOutcomes(this.activeLink());
     });
+  }
+
+  /**
+   * The start queue emptied while outcomes were held: they leave once every
+   * lease offered to the handler thread has started (the queue's last offers
+   * are not raced by the reports), checked once per turn.
+   */
+  private releaseHeldOutcomesOnceStarted(): void {
+    if (this.holdCheckSoon) return;
+    this.holdCheckSoon = true;
+    queueMicrotask(() => {
+      this.holdCheckSoon = false;
+      if (this.outcomeHoldTimer !== undefined && !this.startsBlocked && !this.keeper.anyOffered()) this.releaseHeldOutcomes();
+    });
+  }
+
+  /** Ends a hold of outcomes (OUTCOME_HOLD_MAX_MS): they are written now. */
+  private releaseHeldOutcomes(): void {
+    if (this.outcomeHoldTimer !== undefined) clearTimeout(this.outcomeHoldTimer);
+    this.outcomeHoldTimer = undefined;
+    if (this.state.kind !== 'closed') this.flushOutcomes(this.activeLink());
   }
 
   /**
@@ -954,8 +1002,10 @@ export class AgentSession {
     if (this.trustTimer !== undefined) clearTimeout(this.trustTimer);
     if (this.startTimer !== undefined) clearTimeout(this.startTimer);
     if (this.clockSyncTimer !== undefined) clearTimeout(this.clockSyncTimer);
+    if (this.outcomeHoldTimer !== undefined) clearTimeout(this.outcomeHoldTimer);
     this.startTimer = undefined;
     this.clockSyncTimer = undefined;
+    this.outcomeHoldTimer = undefined;
     this.trustTimer = undefined;
     if (this.work.kind === 'flushing') clearTimeout(this.work.deadline);
     const links = new Set(this.retired);

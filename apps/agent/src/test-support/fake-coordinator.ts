@@ -163,6 +163,11 @@ export class FakeStream {
     return this.of('outcomes').filter((message) => message.outcomes.some((o) => o.jobId === jobId)).length;
   }
 
+  /** The job ids of each Outcomes message, in arrival order. */
+  outcomeMessages(): string[][] {
+    return this.of('outcomes').map((message) => message.outcomes.map((o) => o.jobId));
+  }
+
   releases(): LeaseRef[] {
     return this.of('release').flatMap((message) => message.leases);
   }

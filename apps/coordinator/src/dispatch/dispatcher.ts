@@ -57,6 +57,9 @@ import { createAgentStandings } from './agent-standing';
 import type { DbClock } from './db-clock';
 import { groupCommit } from './group-commit';
 
+/** The smallest start-queue claim (see startQueueChunk in the dispatcher). */
+export const START_QUEUE_MIN_CHUNK = 64;
+
 /** An agent as GET /agents shows it (api/views.ts holds the schema). */
 export type { AgentView } from '../api/views';
 
@@ -307,10 +310,23 @@ export function createDispatcher(deps: {
     if (exhausted.has(key)) return;
     const { room, horizonMs } = queueFor(session);
     if (room === 0 || horizonMs === 0) return;
-    const limit = Math.min(room, options.claimBatch);
+    const limit = Math.min(room, options.claimBatch, startQueueChunk(agent));
     const claimed = await claimAndAssign(session, agent, { limit, horizonMs, futureOnly: true });
     if (claimed < limit) exhausted.add(key);
     else again = true;
+  }
+
+  /**
+   * At most this many jobs per start-queue claim: a spike seen ahead is dealt
+   * out in chunks, one per agent per round, least loaded first, so agents of
+   * one key end up with shares within a chunk of each other. (One claim of
+   * `claimBatch` rows per agent left two agents with 1,244 and 756 of a
+   * 2,000-job spike, and the spike's tail is the busier agent's.) Half the
+   * agent's slots, at least START_QUEUE_MIN_CHUNK: few statements for small
+   * agents.
+   */
+  function startQueueChunk(agent: AgentInfo): number {
+    return Math.max(START_QUEUE_MIN_CHUNK, Math.ceil(agent.capacity / 2));
   }
 
   /** One claim statement for `agent`, and its assignments sent; returns how many were claimed. */

@@ -9,10 +9,12 @@ import type { AgentSession, CoordinatorMessageInit } from '../dispatch/agent-ses
 import { createDispatcher, type Dispatcher } from '../dispatch/dispatcher';
 import { createMetrics, type Metrics } from '../metrics';
 
-export function fakeSession(agentId: string, tasks: string[], sent: CoordinatorMessageInit[] = [], capacity = 4): AgentSession {
+/** `preDispatchQueue` > 0: an agent that takes pre-dispatched leases, with a start queue that long. */
+export function fakeSession(agentId: string, tasks: string[], sent: CoordinatorMessageInit[] = [], capacity = 4, preDispatchQueue = 0): AgentSession {
+  const preDispatch = preDispatchQueue > 0;
   return {
     sessionId: Number(agentId.replace(/\D/g, '') || 0),
-    state: { kind: 'active', agent: { agentId, namespace: 'default', tokenId: null, tasks, capacity, version: 'test', preDispatch: false, preDispatchQueue: 0 } },
+    state: { kind: 'active', agent: { agentId, namespace: 'default', tokenId: null, tasks, capacity, version: 'test', preDispatch, preDispatchQueue } },
     connectedAt: new Date(),
     lastHeartbeatAt: null,
     lastSeenMs: performance.now(),
@@ -35,8 +37,13 @@ function quietMetrics(): Metrics {
   });
 }
 
-/** A dispatcher on `store` with the default options, no periodic wake-ups to speak of (a minute), silent. */
-export function testDispatcher(store: Store): Dispatcher {
+/**
+ * A dispatcher on `store` with the default options, no periodic wake-ups to
+ * speak of (a minute), silent. `preDispatch`: with a database clock reading
+ * (1 ms of error), so it pre-dispatches to agents that take it.
+ */
+export function testDispatcher(store: Store, { preDispatch = false } = {}): Dispatcher {
   const options = coordinatorOptionsFromEnv({}, { pollIntervalMs: 60_000, dbPoolSize: 10 });
-  return createDispatcher({ store, options, logger: pino({ level: 'silent' }), metrics: quietMetrics() });
+  const dbClock = preDispatch ? { errorMs: () => 1 } : undefined;
+  return createDispatcher({ store, options, logger: pino({ level: 'silent' }), metrics: quietMetrics(), ...(dbClock ? { dbClock } : {}) });
 }
