@@ -39,30 +39,26 @@ const INT32 = [0, 1, -1, 127, -128, 2 ** 31 - 1, -(2 ** 31)];
 const UINT64 = [0n, 1n, 127n, 128n, 2n ** 49n - 1n, 2n ** 49n, 2n ** 53n, 2n ** 63n, 2n ** 64n - 1n];
 const INT64 = [0n, 1n, -1n, 1_764_547_200n, -62_135_596_800n, 2n ** 63n - 1n, -(2n ** 63n)];
 const DOUBLES = [0, 1, -1, 1_764_547_200_123.5, Number.MAX_VALUE, Number.MIN_VALUE, -0.5];
+/** The values above by scalar type: a type the hot messages gain without values here fails `filled()`. */
+const SCALAR_VALUES: Partial<Record<ScalarType, readonly unknown[]>> = {
+  [ScalarType.STRING]: STRINGS,
+  [ScalarType.UINT32]: UINT32,
+  [ScalarType.INT32]: INT32,
+  [ScalarType.UINT64]: UINT64,
+  [ScalarType.INT64]: INT64,
+  [ScalarType.DOUBLE]: DOUBLES,
+  [ScalarType.BOOL]: [false, true],
+};
 
 /** A value for one (non-list) field, from the value lists above; messages recursively. */
 function valueFor(field: DescField, schema: DescMessage, random: () => number, sparse: boolean): unknown {
   const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)]!;
   switch (field.fieldKind) {
-    case 'scalar':
-      switch (field.scalar) {
-        case ScalarType.STRING:
-          return pick(STRINGS);
-        case ScalarType.UINT32:
-          return pick(UINT32);
-        case ScalarType.INT32:
-          return pick(INT32);
-        case ScalarType.UINT64:
-          return pick(UINT64);
-        case ScalarType.INT64:
-          return pick(INT64);
-        case ScalarType.DOUBLE:
-          return pick(DOUBLES);
-        case ScalarType.BOOL:
-          return pick([false, true]);
-        default:
-          throw new Error(`filled(): no values for scalar type ${field.scalar} (${schema.typeName}.${field.name}); add them`);
-      }
+    case 'scalar': {
+      const values = SCALAR_VALUES[field.scalar];
+      if (values === undefined) throw new Error(`filled(): no values for scalar type ${field.scalar} (${schema.typeName}.${field.name}); add them`);
+      return pick(values);
+    }
     case 'enum':
       // Known values, and an unknown one (proto3 enums are open).
       return pick([...field.enum.values.map((value) => value.number), 99]);

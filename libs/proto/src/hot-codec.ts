@@ -357,8 +357,7 @@ function encodeHeartbeat(heartbeat: Heartbeat): Uint8Array | undefined {
   const inner = uint64FieldSize(heartbeat.seq) + sizeItems(heartbeat.leases, sizeLeaseRef, sizes);
   return envelope(2, inner, (out) => {
     out.uint64Field(1, heartbeat.seq);
-    let at = 0;
-    for (const ref of heartbeat.leases) at = writeLeaseRef(out, ref, sizes, at);
+    writeItems(out, heartbeat.leases, writeLeaseRef, sizes);
   });
 }
 
@@ -373,8 +372,7 @@ function encodeRenewReply(reply: RenewReply): Uint8Array | undefined {
     doubleFieldSize(reply.heldMs);
   return envelope(3, inner, (out) => {
     out.uint64Field(1, reply.seq);
-    let at = 0;
-    for (const status of reply.statuses) at = writeLeaseStatus(out, status, sizes, at);
+    writeItems(out, reply.statuses, writeLeaseStatus, sizes);
     out.doubleField(3, reply.dbTimeMs);
     out.doubleField(4, reply.dbTimeErrorMs);
     out.doubleField(5, reply.heldMs);
@@ -403,10 +401,7 @@ const hasUnknown = (message: object): boolean => {
  */
 function encodeList<T extends object>(field: number, items: readonly T[], codec: ListCodec<T>): Uint8Array | undefined {
   const sizes: number[] = [];
-  return envelope(field, sizeItems(items, codec.size, sizes), (out) => {
-    let at = 0;
-    for (const item of items) at = codec.write(out, item, sizes, at);
-  });
+  return envelope(field, sizeItems(items, codec.size, sizes), (out) => writeItems(out, items, codec.write, sizes));
 }
 
 /**
@@ -421,6 +416,12 @@ function sizeItems<T extends object>(items: readonly T[], size: (item: T, sizes:
     total += lenFieldSize(size(item, sizes));
   }
   return total;
+}
+
+/** Writes `items` with `write`, reading the sizes `sizeItems` pushed for them, in order. */
+function writeItems<T>(out: Writer, items: readonly T[], write: ListCodec<T>['write'], sizes: number[]): void {
+  let at = 0;
+  for (const item of items) at = write(out, item, sizes, at);
 }
 
 /** One buffer: oneof `field` holding `inner` bytes that `body` writes; undefined if the sizing and the writing disagree. */

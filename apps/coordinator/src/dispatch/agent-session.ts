@@ -90,32 +90,49 @@ export interface AgentSession {
 
 let nextSessionId = 1;
 
-export function createSession(call: ServerDuplexStream<AgentMessage, CoordinatorMessage | CoordinatorMessageInit>): AgentSession {
+/** How a session reaches its agent: a stream's write and end, or a test's. `send` is called as the session's method. */
+export interface SessionIo {
+  send(this: AgentSession, message: CoordinatorMessageInit): void;
+  end(): void;
+}
+
+/** A fresh session in `state`, nothing held, writing through `io`. */
+export function newSession(state: SessionState, io: SessionIo): AgentSession {
   return {
     sessionId: nextSessionId++,
-    state: { kind: 'awaiting-hello' },
+    state,
     connectedAt: new Date(),
     lastHeartbeatAt: null,
     lastSeenMs: performance.now(),
     lastHeartbeatSeq: 0n,
     held: new Map(),
     ahead: new Map(),
-    send(message) {
-      if (this.state.kind === 'closed') return;
-      try {
-        call.write(create(CoordinatorMessageSchema, message));
-      } catch {
-        // The stream is going away; its end/error handler closes the session.
-      }
-    },
-    end() {
-      try {
-        call.end();
-      } catch {
-        // already ended
-      }
-    },
+    send: io.send,
+    end: io.end,
   };
+}
+
+export function createSession(call: ServerDuplexStream<AgentMessage, CoordinatorMessage | CoordinatorMessageInit>): AgentSession {
+  return newSession(
+    { kind: 'awaiting-hello' },
+    {
+      send(message) {
+        if (this.state.kind === 'closed') return;
+        try {
+          call.write(create(CoordinatorMessageSchema, message));
+        } catch {
+          // The stream is going away; its end/error handler closes the session.
+        }
+      },
+      end() {
+        try {
+          call.end();
+        } catch {
+          // already ended
+        }
+      },
+    },
+  );
 }
 
 export function agentOf(session: AgentSession): AgentInfo | undefined {

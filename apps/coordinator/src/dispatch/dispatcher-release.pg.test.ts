@@ -8,26 +8,16 @@
  * six. Here the release's statement is held open on purpose (the real store;
  * its call is only delayed) so the order is certain.
  */
-import { createTestDatabase, insertJob, waitFor, type TestDatabase } from '@kairos/testing';
+import { insertJob, waitFor } from '@kairos/testing';
 import type { Store } from '@kairos/store';
-import { fakeSession, testDispatcher } from '../test-support/sessions';
+import { fakeSession, dispatcherTestBed } from '../test-support/sessions';
 import { leaseKey, type CoordinatorMessageInit } from './agent-session';
-import type { Dispatcher } from './dispatcher';
 
 describe('a release in flight while a heartbeat is handled', () => {
-  let db: TestDatabase;
-  let dispatcher: Dispatcher | undefined;
-
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await dispatcher?.stop();
-    await db?.drop();
-  });
+  const bed = dispatcherTestBed();
 
   test('the agent is not quarantined, and the lease is released once the statement commits', async () => {
-    const store = db.createStore();
+    const store = bed.db.createStore();
     let openGate: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => (openGate = resolve));
     let releaseCalled = false;
@@ -42,14 +32,14 @@ describe('a release in flight while a heartbeat is handled', () => {
         },
       },
     };
-    dispatcher = testDispatcher(gated);
+    const dispatcher = bed.dispatcher(gated);
     const sent: CoordinatorMessageInit[] = [];
     const session = fakeSession('agent-1', ['work'], sent);
     dispatcher.addSession(session);
-    const jobId = await insertJob(db.pool, { task: 'work', runAt: new Date(Date.now() - 1_000) });
+    const jobId = await insertJob(bed.db.pool, { task: 'work', runAt: new Date(Date.now() - 1_000) });
     dispatcher.start();
     await waitFor(() => sent.some((message) => message.kind?.case === 'assignments'), { description: 'the job assigned' });
-    const { rows } = await db.pool.query('SELECT lease_generation FROM jobs WHERE id = $1', [jobId]);
+    const { rows } = await bed.db.pool.query('SELECT lease_generation FROM jobs WHERE id = $1', [jobId]);
     const lease = { jobId, leaseGeneration: Number(rows[0].lease_generation) };
     // Two heartbeat intervals (1 ms here) pass without the lease being named.
     await waitFor(() => performance.now() - (session.held.get(leaseKey(jobId, lease.leaseGeneration))?.seenAtMs ?? performance.now()) > 10 || undefined, {
@@ -64,7 +54,7 @@ describe('a release in flight while a heartbeat is handled', () => {
     openGate();
     await released;
     // Released (the dispatcher may have claimed the job again since, at a newer generation).
-    const run = await db.pool.query('SELECT outcome, error FROM runs WHERE job_id = $1 AND lease_generation = $2', [jobId, lease.leaseGeneration]);
+    const run = await bed.db.pool.query('SELECT outcome, error FROM runs WHERE job_id = $1 AND lease_generation = $2', [jobId, lease.leaseGeneration]);
     expect(run.rows[0]).toMatchObject({ outcome: 'CANCELLED', error: expect.stringContaining('no longer wanted') });
     expect(dispatcher.agents()[0]).toMatchObject({ quarantinedUntil: null });
   });

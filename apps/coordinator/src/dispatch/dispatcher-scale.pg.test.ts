@@ -7,33 +7,23 @@
  * store and database; the sessions are the dispatcher's own objects, without
  * streams.
  */
-import { createTestDatabase, insertJob, waitFor, type TestDatabase } from '@kairos/testing';
+import { insertJob, waitFor } from '@kairos/testing';
 import type { Store } from '@kairos/store';
-import { fakeSession as session, testDispatcher } from '../test-support/sessions';
+import { fakeSession as session, dispatcherTestBed } from '../test-support/sessions';
 import type { CoordinatorMessageInit } from './agent-session';
-import type { Dispatcher } from './dispatcher';
 
 describe('a claim round with many agents', () => {
-  let db: TestDatabase;
-  let dispatcher: Dispatcher;
-
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await dispatcher?.stop();
-    await db?.drop();
-  });
+  const bed = dispatcherTestBed();
 
   test('asks the store once per task set with work, not once per agent', async () => {
-    const store = db.createStore();
+    const store = bed.db.createStore();
     let claims = 0;
     const counted: Store = { ...store, lease: { ...store.lease, claimDue: (request) => ((claims += 1), store.lease.claimDue(request)) } };
-    dispatcher = testDispatcher(counted);
+    const dispatcher = bed.dispatcher(counted);
     for (let i = 1; i <= 200; i++) dispatcher.addSession(session(`idle-${i}`, ['idle']));
     const sent: CoordinatorMessageInit[] = [];
     dispatcher.addSession(session('worker-1', ['work'], sent));
-    const jobId = await insertJob(db.pool, { task: 'work', runAt: new Date(Date.now() - 1_000) });
+    const jobId = await insertJob(bed.db.pool, { task: 'work', runAt: new Date(Date.now() - 1_000) });
 
     dispatcher.start();
     await waitFor(() => sent.some((message) => message.kind?.case === 'assignments'), { timeoutMs: 10_000, description: 'the due job assigned' });

@@ -4,26 +4,20 @@
  */
 import { pino } from 'pino';
 import type { Store } from '@kairos/store';
+import { createTestDatabase, type TestDatabase } from '@kairos/testing';
 import { coordinatorOptionsFromEnv } from '../config';
-import type { AgentSession, CoordinatorMessageInit } from '../dispatch/agent-session';
+import { newSession, type AgentSession, type CoordinatorMessageInit } from '../dispatch/agent-session';
 import { createDispatcher, type Dispatcher } from '../dispatch/dispatcher';
 import { createMetrics, type Metrics } from '../metrics';
 
 /** `preDispatchQueue` > 0: an agent that takes pre-dispatched leases, with a start queue that long. */
 export function fakeSession(agentId: string, tasks: string[], sent: CoordinatorMessageInit[] = [], capacity = 4, preDispatchQueue = 0): AgentSession {
   const preDispatch = preDispatchQueue > 0;
-  return {
-    sessionId: Number(agentId.replace(/\D/g, '') || 0),
-    state: { kind: 'active', agent: { agentId, namespace: 'default', tokenId: null, tasks, capacity, version: 'test', preDispatch, preDispatchQueue } },
-    connectedAt: new Date(),
-    lastHeartbeatAt: null,
-    lastSeenMs: performance.now(),
-    lastHeartbeatSeq: 0n,
-    held: new Map(),
-    ahead: new Map(),
-    send: (message) => void sent.push(message),
-    end: () => undefined,
-  };
+  const session = newSession(
+    { kind: 'active', agent: { agentId, namespace: 'default', tokenId: null, tasks, capacity, version: 'test', preDispatch, preDispatchQueue } },
+    { send: (message) => void sent.push(message), end: () => undefined },
+  );
+  return { ...session, sessionId: Number(agentId.replace(/\D/g, '') || 0) };
 }
 
 /** Metrics whose cluster-wide gauges read nothing (no database queries of their own). */
@@ -46,4 +40,32 @@ export function testDispatcher(store: Store, { preDispatch = false } = {}): Disp
   const options = coordinatorOptionsFromEnv({}, { pollIntervalMs: 60_000, dbPoolSize: 10 });
   const dbClock = preDispatch ? { errorMs: () => 1 } : undefined;
   return createDispatcher({ store, options, logger: pino({ level: 'silent' }), metrics: quietMetrics(), ...(dbClock ? { dbClock } : {}) });
+}
+
+/**
+ * A dispatcher test file's set-up: a test database made before its tests and
+ * dropped after them, and `dispatcher()` (testDispatcher), whose dispatchers
+ * are stopped after them too. Call it in the `describe` body.
+ */
+export function dispatcherTestBed(): { readonly db: TestDatabase; dispatcher(store: Store, options?: { preDispatch?: boolean }): Dispatcher } {
+  let db: TestDatabase | undefined;
+  const made: Dispatcher[] = [];
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    for (const dispatcher of made) await dispatcher.stop();
+    await db?.drop();
+  });
+  return {
+    get db() {
+      if (db === undefined) throw new Error('the test database is made in beforeAll');
+      return db;
+    },
+    dispatcher(store, options) {
+      const dispatcher = testDispatcher(store, options);
+      made.push(dispatcher);
+      return dispatcher;
+    },
+  };
 }
