@@ -234,10 +234,11 @@ export function connectHandler(deps: AgentStreamDeps) {
           const seq = kind.value.seq;
           const receivedAt = arrivedAt;
           if (seq > session.lastHeartbeatSeq) session.lastHeartbeatSeq = seq;
+          session.heartbeats += 1;
           const leases = kind.value.leases.map(leaseFromWire);
           const refused = leases.flatMap((lease) => (lease.kind === 'malformed' ? [malformedRenewStatus(lease)] : []));
           dispatcher
-            .renew(session, wellFormed(leases), { complete: true, intervalMs: heartbeatIntervalMs })
+            .renew(session, wellFormed(leases), { complete: true, intervalMs: heartbeatIntervalMs, heartbeat: session.heartbeats })
             .then((results) =>
               session.send({ kind: { case: 'renewReply', value: { seq, statuses: [...results.map(renewStatus), ...refused], ...dbTime(receivedAt) } } }),
             )

@@ -51,6 +51,15 @@ export interface HeldLease extends LeaseRef {
   seenAtMs: number;
   /** The agent has named it (announced in Hello, or renewed by a heartbeat) at least once. */
   named: boolean;
+  /**
+   * Claimed leases: how many heartbeats the session had received when the
+   * lease was assigned. The agent may have built the next one before the
+   * assignment reached it (and sent it late: a pause, a slow link), so only the
+   * second heartbeat received after the assignment can say the agent never
+   * named it. Counted here, not taken from the agent's seq, which the agent
+   * controls.
+   */
+  assignedAtHeartbeat?: number;
 }
 
 export type CoordinatorMessageInit = MessageInitShape<typeof CoordinatorMessageSchema>;
@@ -60,6 +69,8 @@ export interface AgentSession {
   state: SessionState;
   readonly connectedAt: Date;
   lastHeartbeatAt: Date | null;
+  /** Heartbeats received on this session (see HeldLease.assignedAtHeartbeat). */
+  heartbeats: number;
   /**
    * Monotonic time of the last message from the agent. An agent silent for two
    * heartbeat intervals (paused, hung, cut off) gets no new work: anything
@@ -103,6 +114,7 @@ export function newSession(state: SessionState, io: SessionIo): AgentSession {
     state,
     connectedAt: new Date(),
     lastHeartbeatAt: null,
+    heartbeats: 0,
     lastSeenMs: performance.now(),
     lastHeartbeatSeq: 0n,
     held: new Map(),

@@ -58,4 +58,27 @@ describe('a release in flight while a heartbeat is handled', () => {
     expect(run.rows[0]).toMatchObject({ outcome: 'CANCELLED', error: expect.stringContaining('no longer wanted') });
     expect(dispatcher.agents()[0]).toMatchObject({ quarantinedUntil: null });
   });
+
+  test('a heartbeat that may have crossed an assignment does not count it as never renewed; the second after it does', async () => {
+    // The agent built the first heartbeat after the claim before the assignment reached it, and sent it
+    // late (paused by SIGSTOP between building and sending, in pre-dispatch.pg.test.ts): it cannot name the lease.
+    const dispatcher = bed.dispatcher(bed.db.createStore());
+    const sent: CoordinatorMessageInit[] = [];
+    const session = fakeSession('agent-2', ['crossing'], sent);
+    dispatcher.addSession(session);
+    await insertJob(bed.db.pool, { task: 'crossing', runAt: new Date(Date.now() - 1_000) });
+    dispatcher.start();
+    await waitFor(() => sent.some((message) => message.kind?.case === 'assignments'), { description: 'the job assigned' });
+    const [held] = [...session.held.values()];
+    await waitFor(() => performance.now() - held!.seenAtMs > 10 || undefined, { description: 'the lease unnamed for two intervals' });
+
+    const heartbeat = async () => {
+      session.heartbeats += 1;
+      await dispatcher.renew(session, [], { complete: true, intervalMs: 1, heartbeat: session.heartbeats });
+    };
+    await heartbeat();
+    expect(dispatcher.agents()[0]).toMatchObject({ agentId: 'agent-2', quarantinedUntil: null });
+    await heartbeat();
+    expect(dispatcher.agents()[0]?.quarantinedUntil).not.toBeNull();
+  });
 });

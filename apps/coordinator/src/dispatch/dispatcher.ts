@@ -52,13 +52,21 @@ import { toAssignment, toWireLease, type CompletionWithoutHolder } from '../api/
 import type { CoordinatorOptions } from '../config';
 import type { AgentView } from '../api/views';
 import type { Metrics } from '../metrics';
-import { agentOf, busySlots, freeSlots, leaseKey, type AgentInfo, type AgentSession } from './agent-session';
+import { agentOf, busySlots, freeSlots, leaseKey, type AgentInfo, type AgentSession, type HeldLease } from './agent-session';
 import { createAgentStandings } from './agent-standing';
 import type { DbClock } from './db-clock';
 import { groupCommit } from './group-commit';
 
 /** The smallest start-queue claim (see startQueueChunk in the dispatcher). */
 export const START_QUEUE_MIN_CHUNK = 64;
+
+/** What a renewal's leases are: every lease the agent holds (a heartbeat, with its seq) or some (Hello). */
+export interface HeartbeatListing {
+  complete: boolean;
+  intervalMs: number;
+  /** Which heartbeat of the session this is, counting from 1 (AgentSession.heartbeats; unset: taken as built after every assignment). */
+  heartbeat?: number;
+}
 
 /** An agent as GET /agents shows it (api/views.ts holds the schema). */
 export type { AgentView } from '../api/views';
@@ -70,7 +78,7 @@ export interface Dispatcher {
    * Renews the leases a heartbeat (or Hello) names; answers with one status per
    * lease. `complete: true` for a heartbeat, which lists everything the agent holds.
    */
-  renew(session: AgentSession, leases: readonly LeaseRef[], listing: { complete: boolean; intervalMs: number }): Promise<RenewResult[]>;
+  renew(session: AgentSession, leases: readonly LeaseRef[], listing: HeartbeatListing): Promise<RenewResult[]>;
   /** Records outcomes (fenced); answers with one ack per outcome. */
   complete(session: AgentSession, outcomes: readonly CompletionWithoutHolder[]): Promise<CompleteResult[]>;
   /** The agent gave `leases` back unstarted; `reason` (its words, checked at the edge) goes into each released run. */
@@ -325,6 +333,11 @@ export function createDispatcher(deps: {
    * agent's slots, at least START_QUEUE_MIN_CHUNK: few statements for small
    * agents.
    */
+  /** Whether heartbeat number `heartbeat` was built after `held`'s assignment reached the agent (see HeldLease.assignedAtHeartbeat). */
+  function builtAfterAssignment(held: HeldLease, heartbeat: number | undefined): boolean {
+    return heartbeat === undefined || held.assignedAtHeartbeat === undefined || heartbeat >= held.assignedAtHeartbeat + 2;
+  }
+
   function startQueueChunk(agent: AgentInfo): number {
     return Math.max(START_QUEUE_MIN_CHUNK, Math.ceil(agent.capacity / 2));
   }
@@ -364,7 +377,7 @@ export function createDispatcher(deps: {
     lastAssigned.set(session, seenAtMs);
     for (const job of claimed) {
       const key = leaseKey(job.jobId, job.leaseGeneration);
-      session.held.set(key, { ...toLeaseRef(job), seenAtMs, named: false });
+      session.held.set(key, { ...toLeaseRef(job), seenAtMs, named: false, assignedAtHeartbeat: session.heartbeats });
       if (job.dueAtMs > job.claimedAtMs) session.ahead.set(key, seenAtMs + (job.dueAtMs - job.claimedAtMs));
     }
     const assignments = tracing.enabled ? claimed.map((job) => tracedAssignment(job, anchorSeq, agent.agentId)) : claimed.map((job) => toAssignment(job, anchorSeq));
@@ -477,6 +490,8 @@ export function createDispatcher(deps: {
         let neverNamed = 0;
         for (const [key, held] of session.held) {
           if (!named.has(key) && held.seenAtMs < sentAtMs - 2 * listing.intervalMs) {
+            // A heartbeat that may have crossed the assignment says nothing of it yet.
+            if (!held.named && !builtAfterAssignment(held, listing.heartbeat)) continue;
             session.held.delete(key);
             if (!held.named) neverNamed++;
           }
