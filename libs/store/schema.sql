@@ -25,6 +25,29 @@ CREATE TABLE coordinator_presence (
   CONSTRAINT coordinator_presence_pkey PRIMARY KEY (coordinator_id)
 );
 
+CREATE TABLE ended_runs (
+  id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+  job_id uuid NOT NULL,
+  attempt integer NOT NULL,
+  lease_generation bigint,
+  scheduled_for timestamp with time zone NOT NULL,
+  worker_id text,
+  started_at timestamp with time zone,
+  finished_at timestamp with time zone NOT NULL,
+  outcome kairos_run_outcome NOT NULL,
+  error text,
+  aborted_by text,
+  reason text,
+  CONSTRAINT ended_runs_generation_matches_outcome CHECK (((lease_generation IS NULL) = (outcome = 'SKIPPED'::kairos_run_outcome))),
+  CONSTRAINT ended_runs_never_running CHECK ((outcome <> 'RUNNING'::kairos_run_outcome)),
+  CONSTRAINT ended_runs_pkey PRIMARY KEY (id),
+  CONSTRAINT ended_runs_webhook TRIGGER DEFERRABLE INITIALLY DEFERRED
+) WITH (fillfactor=100);
+
+CREATE UNIQUE INDEX ended_runs_job_generation_idx ON public.ended_runs USING btree (job_id, lease_generation);
+
+CREATE CONSTRAINT TRIGGER ended_runs_webhook AFTER INSERT ON public.ended_runs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((new.outcome = ANY (ARRAY['SKIPPED'::kairos_run_outcome, 'FAILED'::kairos_run_outcome, 'TIMED_OUT'::kairos_run_outcome, 'LEASE_EXPIRED'::kairos_run_outcome])) AND (new.aborted_by IS NULL))) EXECUTE FUNCTION kairos_webhook_run();
+
 CREATE TABLE jobs (
   id uuid DEFAULT gen_random_uuid() NOT NULL,
   namespace text DEFAULT 'default'::text NOT NULL,
@@ -72,10 +95,13 @@ CREATE TABLE jobs (
   withdraw_generation bigint,
   withdraw_requested_at timestamp with time zone,
   held_until timestamp with time zone,
+  run_id bigint,
+  run_started_at timestamp with time zone,
   CONSTRAINT jobs_abort_only_while_claimed CHECK (((abort_requested_at IS NULL) OR (state = 'CLAIMED'::kairos_job_state))),
   CONSTRAINT jobs_attempts_positive CHECK (((max_attempts >= 1) AND (attempt >= 0))),
   CONSTRAINT jobs_catchup_window_positive CHECK (((catchup_window_ms IS NULL) OR (catchup_window_ms > 0))),
   CONSTRAINT jobs_claimed_has_lease CHECK (((state <> 'CLAIMED'::kairos_job_state) OR ((lease_until IS NOT NULL) AND (lease_owner IS NOT NULL) AND (lease_generation > 0)))),
+  CONSTRAINT jobs_claimed_has_run CHECK (((state <> 'CLAIMED'::kairos_job_state) OR ((run_id IS NOT NULL) AND (run_started_at IS NOT NULL)))),
   CONSTRAINT jobs_due_has_next_run CHECK (((state <> 'DUE'::kairos_job_state) OR ((next_run_at IS NOT NULL) AND (occurrence_at IS NOT NULL)))),
   CONSTRAINT jobs_paused_reason_only_when_paused CHECK (((paused_reason IS NULL) OR (state = 'PAUSED'::kairos_job_state))),
   CONSTRAINT jobs_pkey PRIMARY KEY (id),
@@ -99,31 +125,6 @@ CREATE TABLE kairos_migrations (
   applied_at timestamp with time zone DEFAULT now() NOT NULL,
   CONSTRAINT kairos_migrations_pkey PRIMARY KEY (version)
 );
-
-CREATE TABLE runs (
-  id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
-  job_id uuid NOT NULL,
-  attempt integer NOT NULL,
-  lease_generation bigint,
-  scheduled_for timestamp with time zone NOT NULL,
-  worker_id text,
-  started_at timestamp with time zone,
-  finished_at timestamp with time zone,
-  outcome kairos_run_outcome NOT NULL,
-  error text,
-  aborted_by text,
-  reason text,
-  CONSTRAINT runs_finished_unless_running CHECK (((outcome = 'RUNNING'::kairos_run_outcome) = (finished_at IS NULL))),
-  CONSTRAINT runs_generation_matches_outcome CHECK (((lease_generation IS NULL) = (outcome = 'SKIPPED'::kairos_run_outcome))),
-  CONSTRAINT runs_pkey PRIMARY KEY (id),
-  CONSTRAINT runs_webhook_failed TRIGGER DEFERRABLE INITIALLY DEFERRED,
-  CONSTRAINT runs_webhook_missed TRIGGER DEFERRABLE INITIALLY DEFERRED
-) WITH (fillfactor=70);
-
-CREATE UNIQUE INDEX runs_job_generation_idx ON public.runs USING btree (job_id, lease_generation);
-
-CREATE CONSTRAINT TRIGGER runs_webhook_failed AFTER UPDATE OF outcome ON public.runs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((new.outcome = ANY (ARRAY['FAILED'::kairos_run_outcome, 'TIMED_OUT'::kairos_run_outcome, 'LEASE_EXPIRED'::kairos_run_outcome])) AND (old.outcome = 'RUNNING'::kairos_run_outcome) AND (new.aborted_by IS NULL))) EXECUTE FUNCTION kairos_webhook_run();
-CREATE CONSTRAINT TRIGGER runs_webhook_missed AFTER INSERT ON public.runs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((new.outcome = 'SKIPPED'::kairos_run_outcome)) EXECUTE FUNCTION kairos_webhook_run();
 
 CREATE TABLE task_schemas (
   namespace text NOT NULL,
@@ -188,6 +189,36 @@ CREATE TABLE webhooks (
 );
 
 CREATE INDEX webhooks_namespace_idx ON public.webhooks USING btree (namespace);
+
+CREATE VIEW runs AS
+ SELECT ended_runs.id,
+    ended_runs.job_id,
+    ended_runs.attempt,
+    ended_runs.lease_generation,
+    ended_runs.scheduled_for,
+    ended_runs.worker_id,
+    ended_runs.started_at,
+    ended_runs.finished_at,
+    ended_runs.outcome,
+    ended_runs.error,
+    ended_runs.aborted_by,
+    ended_runs.reason
+   FROM ended_runs
+UNION ALL
+ SELECT jobs.run_id AS id,
+    jobs.id AS job_id,
+    jobs.attempt,
+    jobs.lease_generation,
+    jobs.occurrence_at AS scheduled_for,
+    jobs.lease_owner AS worker_id,
+    jobs.run_started_at AS started_at,
+    NULL::timestamp with time zone AS finished_at,
+    'RUNNING'::kairos_run_outcome AS outcome,
+    NULL::text AS error,
+    NULL::text AS aborted_by,
+    jobs.next_reason AS reason
+   FROM jobs
+  WHERE jobs.state = 'CLAIMED'::kairos_job_state;
 
 CREATE OR REPLACE FUNCTION public.kairos_notify_due()
  RETURNS trigger

@@ -71,7 +71,7 @@ describe('editing a job', () => {
     const edited = await store.lease.edit('default', id, { schedule: parseCron('* * * * *'), payload: { v: 2 } }, { now: at(T0, 1_800_000) });
     expect(edited).toMatchObject({ kind: 'updated', appliesFrom: 'next-claim' });
     expect(await jobRow(db.pool, id)).toMatchObject({ state: 'CLAIMED', occurrence_at: T0, rescheduled_at: at(T0, 1_800_000) });
-    await db.pool.query('UPDATE runs SET started_at = $1 WHERE job_id = $2', [T0, id]);
+    await db.pool.query('UPDATE jobs SET run_started_at = $1 WHERE id = $2', [T0, id]);
     await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(T0, 2_700_000));
     // The minutes that came due while it ran count from the edit (00:30), not from 00:01: 16 SKIPPED (overlap skip).
     const after = await jobRow(db.pool, id);

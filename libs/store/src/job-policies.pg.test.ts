@@ -41,18 +41,11 @@ describe('per-job retry, start jitter and pause on failure', () => {
       [2, 600],
       [3, 1000],
     ] as const) {
-      await db.pool.query("UPDATE jobs SET state = 'CLAIMED', lease_generation = $2, attempt = $3, lease_owner = 'agent-fixture', lease_until = $4 WHERE id = $1", [
-        id,
-        attempt,
-        attempt,
-        at(T0, 10_000),
-      ]);
-      await db.pool.query("INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, outcome, started_at) VALUES ($1, $2, $3, $4, 'RUNNING', $4)", [
-        id,
-        attempt,
-        attempt,
-        T0,
-      ]);
+      await db.pool.query(
+        `UPDATE jobs SET state = 'CLAIMED', lease_generation = $2, attempt = $3, lease_owner = 'agent-fixture', lease_until = $4,
+           run_id = nextval('ended_runs_id_seq'), run_started_at = $5 WHERE id = $1`,
+        [id, attempt, attempt, at(T0, 10_000), T0],
+      );
       await fail(id, attempt, T0);
       expect((await jobRow(db.pool, id)).next_run_at).toEqual(at(T0, delay));
     }

@@ -322,7 +322,7 @@ describe('lease statements', () => {
       const skipping = await insertJob(db.pool, fixture);
       const buffering = await insertJob(db.pool, fixture);
       await db.pool.query("UPDATE jobs SET overlap_policy = 'buffer-one' WHERE id = $1", [buffering]);
-      await db.pool.query('UPDATE runs SET started_at = $1', [occurrence]);
+      await db.pool.query("UPDATE jobs SET run_started_at = $1 WHERE state = 'CLAIMED'", [occurrence]);
       // Ran 3.5 minutes: 10:01, 10:02 and 10:03 came due meanwhile.
       await store.lease.complete(
         [skipping, buffering].map((jobId) => ({ ...FIXTURE_HOLDER, jobId, leaseGeneration: 1, outcome: 'SUCCEEDED' as const })),
@@ -356,7 +356,7 @@ describe('lease statements', () => {
       const occurrence = new Date('2030-01-01T10:00:00.000Z');
       const id = await insertJob(db.pool, { state: 'CLAIMED', schedule: '* * * * *', occurrenceAt: occurrence, leaseGeneration: 1 });
       // Claimed at 10:02:30 (an outage), finished at 10:02:40: 10:01 and 10:02 were missed before it started.
-      await db.pool.query('UPDATE runs SET started_at = $1 WHERE job_id = $2', [at(occurrence, 150_000), id]);
+      await db.pool.query('UPDATE jobs SET run_started_at = $1 WHERE id = $2', [at(occurrence, 150_000), id]);
       await store.lease.complete([{ ...FIXTURE_HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(occurrence, 160_000));
       expect(await jobRow(db.pool, id)).toMatchObject({ occurrence_at: new Date('2030-01-01T10:02:00.000Z'), next_reason: 'misfire:fire-once' });
       const runs = await runRows(db.pool, id);

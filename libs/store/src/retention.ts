@@ -6,6 +6,8 @@
  * - Runs whose `finished_at` is older than the run retention are deleted
  *   oldest first: each batch looks only at the first `scan` rows in id order
  *   (the primary key, ids grow with claim time) and deletes those old enough.
+ *   A run in progress has no row yet (docs/decisions/0027), so it is never
+ *   touched.
  *   No extra index: one on finished_at would be written by every completion.
  * - Jobs that are finished for good (COMPLETED, CANCELLED) and unchanged for
  *   longer than the job retention are deleted with their runs. Jobs are swept
@@ -28,8 +30,8 @@ export interface RetentionBatch {
 /** Deletes runs finished before `now - olderThanMs` among the first `scan` runs in id order. */
 export async function deleteOldRuns(pool: Pool, options: { olderThanMs: number; scan?: number; now?: Date }): Promise<RetentionBatch> {
   const { rowCount } = await pool.query(
-    `DELETE FROM runs WHERE id IN (
-       SELECT id FROM (SELECT id, finished_at FROM runs ORDER BY id LIMIT $3) head
+    `DELETE FROM ended_runs WHERE id IN (
+       SELECT id FROM (SELECT id, finished_at FROM ended_runs ORDER BY id LIMIT $3) head
        WHERE finished_at < ${NOW(1)} - make_interval(secs => $2::double precision / 1000))`,
     [options.now ?? null, options.olderThanMs, options.scan ?? 2000],
   );
@@ -57,7 +59,7 @@ export async function deleteFinishedJobs(
        WHERE s.state IN ('COMPLETED', 'CANCELLED') AND s.updated_at < ${NOW(1)} - make_interval(secs => $2::double precision / 1000)
        FOR UPDATE OF j SKIP LOCKED
      ), gone_runs AS (
-       DELETE FROM runs r USING victims v WHERE r.job_id = v.id RETURNING r.id
+       DELETE FROM ended_runs r USING victims v WHERE r.job_id = v.id RETURNING r.id
      ), gone AS (
        DELETE FROM jobs j USING victims v WHERE j.id = v.id RETURNING j.id
      )

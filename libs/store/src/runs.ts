@@ -1,6 +1,9 @@
 /**
  * Reading a job's runs: one row per execution, plus one per occurrence that was
- * deliberately not run (SKIPPED). Runs are written only by lease/ (the lease statements).
+ * deliberately not run (SKIPPED). Runs are written only by lease/ (the lease
+ * statements), once each, when they end, into `ended_runs`; the `runs` view
+ * adds the run in progress of each CLAIMED job, from its job row
+ * (docs/decisions/0027).
  */
 import { and, asc, eq, gt } from 'drizzle-orm';
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres';

@@ -59,6 +59,10 @@ export async function dumpSchema(pool: Pool): Promise<string> {
     for (const trg of triggers.rows) out.push(`${trg.def};`);
     if (triggers.rows.length > 0) out.push('');
   }
+  const views = await pool.query(`
+    SELECT c.relname, pg_get_viewdef(c.oid, true) AS def FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = 'public' AND c.relkind = 'v' ORDER BY c.relname`);
+  for (const view of views.rows) out.push(`CREATE VIEW ${view.relname} AS`, `${String(view.def).trimEnd()}`, '');
   const functions = await pool.query(`
     SELECT pg_get_functiondef(p.oid) AS def FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
     WHERE n.nspname = 'public' ORDER BY p.proname`);

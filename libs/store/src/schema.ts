@@ -6,7 +6,7 @@
  * `schema.pg.test.ts` checks that these definitions name the same columns.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, boolean, doublePrecision, integer, jsonb, pgEnum, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, doublePrecision, integer, jsonb, pgEnum, pgTable, pgView, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 
 export const jobState = pgEnum('kairos_job_state', ['DUE', 'CLAIMED', 'COMPLETED', 'DEAD', 'PAUSED', 'CANCELLED']);
 export const runOutcome = pgEnum('kairos_run_outcome', [
@@ -78,10 +78,14 @@ export const jobs = pgTable('jobs', {
   withdrawGeneration: bigint('withdraw_generation', { mode: 'number' }),
   withdrawRequestedAt: tstz('withdraw_requested_at'),
   heldUntil: tstz('held_until'),
+  // The run of a CLAIMED job (migration 0017, docs/decisions/0027): its id, reserved by the claim, and its start.
+  // Written by lease/claim.ts; read by the endings (which write its ended_runs row) and the runs view.
+  runId: bigint('run_id', { mode: 'number' }),
+  runStartedAt: tstz('run_started_at'),
 });
 
-export const runs = pgTable('runs', {
-  id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+/** The columns a run has, in the ended_runs table and in the runs view. */
+const runFields = () => ({
   // No foreign key to jobs (migration 0003, docs/decisions/0008): the lease statements (src/lease/) insert runs only for jobs they hold locked.
   jobId: uuid('job_id').notNull(),
   attempt: integer('attempt').notNull(),
@@ -89,12 +93,24 @@ export const runs = pgTable('runs', {
   scheduledFor: tstz('scheduled_for').notNull(),
   workerId: text('worker_id'),
   startedAt: tstz('started_at'),
-  finishedAt: tstz('finished_at'),
+  finishedAt: tstz('finished_at'), // NOT NULL in ended_runs (migration 0017); null in the runs view for a RUNNING run
   outcome: runOutcome('outcome').notNull(),
   error: text('error'),
   abortedBy: text('aborted_by'),
   reason: text('reason'),
 });
+
+/** Ended runs and SKIPPED occurrences, each written once (migration 0017, docs/decisions/0027). */
+export const endedRuns = pgTable('ended_runs', {
+  id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+  ...runFields(),
+});
+
+/** What readers see: ended_runs plus each CLAIMED job's RUNNING run, read from its job row (migration 0017). */
+export const runs = pgView('runs', {
+  id: bigint('id', { mode: 'number' }).notNull(),
+  ...runFields(),
+}).existing();
 
 export const tokenRole = pgEnum('kairos_token_role', ['reader', 'writer', 'admin', 'agent']);
 

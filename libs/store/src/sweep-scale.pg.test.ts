@@ -65,7 +65,8 @@ describe('the reaper reads indexes, not the jobs table', () => {
 
   it('the expired-lease sweep and the cancel-other sweep', async () => {
     await db.pool.query(
-      `UPDATE jobs SET state = 'CLAIMED', lease_until = $1, lease_owner = 'a', lease_generation = 1, next_run_at = NULL
+      `UPDATE jobs SET state = 'CLAIMED', lease_until = $1, lease_owner = 'a', lease_generation = 1, next_run_at = NULL,
+         run_id = nextval('ended_runs_id_seq'), run_started_at = now()
        WHERE id IN (SELECT id FROM jobs WHERE schedule IS NULL ORDER BY next_run_at LIMIT 5)`,
       [at(now, -1_000)],
     );

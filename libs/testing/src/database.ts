@@ -42,7 +42,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       return store;
     },
     async truncate() {
-      await pool.query('TRUNCATE jobs, runs, tokens');
+      await pool.query('TRUNCATE jobs, ended_runs, tokens');
     },
     async drop() {
       await Promise.all(stores.map((store) => store.close().catch(() => undefined)));

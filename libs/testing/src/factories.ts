@@ -30,7 +30,7 @@ export interface JobFixture {
 /** Who holds the lease of a CLAIMED job insertJob made (unless it names a leaseOwner): agent-fixture, no token. */
 export const FIXTURE_HOLDER: { owner: string; tokenId: string | null } = { owner: 'agent-fixture', tokenId: null };
 
-/** Inserts a job; a CLAIMED job also gets its RUNNING run row, as a real claim would. */
+/** Inserts a job; a CLAIMED job also gets its run (an id reserved, a start), as a real claim would (decision 0027). */
 export async function insertJob(pool: Pool, fixture: JobFixture = {}): Promise<string> {
   const id = fixture.id ?? uuidv7();
   const state = fixture.state ?? 'DUE';
@@ -43,8 +43,10 @@ export async function insertJob(pool: Pool, fixture: JobFixture = {}): Promise<s
   const attempt = fixture.attempt ?? (claimed ? 1 : 0);
   await pool.query(
     `INSERT INTO jobs (id, namespace, name, task, schedule, run_at, timezone, payload, state, occurrence_at,
-       next_run_at, lease_until, lease_owner, lease_generation, attempt, max_attempts, timeout_ms, misfire_policy)
-     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)`,
+       next_run_at, lease_until, lease_owner, lease_generation, attempt, max_attempts, timeout_ms, misfire_policy,
+       run_id, run_started_at)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,
+       CASE WHEN $19 THEN nextval('ended_runs_id_seq') END, CASE WHEN $19 THEN now() END)`,
     [
       id,
       fixture.namespace ?? 'default',
@@ -64,15 +66,9 @@ export async function insertJob(pool: Pool, fixture: JobFixture = {}): Promise<s
       fixture.maxAttempts ?? 3,
       fixture.timeoutMs ?? null,
       fixture.misfirePolicy ?? 'fire-once',
+      claimed,
     ],
   );
-  if (claimed) {
-    await pool.query(
-      `INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, outcome)
-       VALUES ($1, $2, $3, $4, $5, $6, 'RUNNING')`,
-      [id, attempt, generation, occurrenceAt, fixture.leaseOwner ?? 'agent-fixture', new Date()],
-    );
-  }
   return id;
 }
 
@@ -95,7 +91,10 @@ export async function jobRow(pool: Pool, id: string): Promise<any> {
   return (await pool.query('SELECT * FROM jobs WHERE id = $1', [id])).rows[0];
 }
 
-/** A job's run rows as stored (every column), oldest first. */
+/**
+ * A job's runs (every column), oldest first: the rows of ended runs and, for a
+ * CLAIMED job, its RUNNING run (the runs view; docs/decisions/0027).
+ */
 export async function runRows(pool: Pool, jobId: string): Promise<any[]> {
   return (await pool.query('SELECT * FROM runs WHERE job_id = $1 ORDER BY id', [jobId])).rows;
 }

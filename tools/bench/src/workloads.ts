@@ -163,7 +163,7 @@ async function seedOldRuns(ctx: BenchContext, url: string, count: number): Promi
     const to = Math.min(count, from + batch);
     await withClient(url, (client) =>
       client.query(
-        `INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, finished_at, outcome)
+        `INSERT INTO ended_runs (job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, finished_at, outcome)
          SELECT ('00000000-0000-7000-8000-' || lpad(to_hex(i / 100), 12, '0'))::uuid, 1, i % 100 + 1,
                 t, 'bench-history', t, t + interval '5 ms', 'SUCCEEDED'
          FROM generate_series($1::bigint, $2::bigint - 1) AS i,

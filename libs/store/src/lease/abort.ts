@@ -56,10 +56,9 @@ WITH requested AS (
     abort_stop_schedule = j.abort_stop_schedule OR $5,
     updated_at = ${NOW(1)}
   WHERE j.id = $2 AND j.namespace = $3 AND j.state = 'CLAIMED' AND ($6::bigint IS NULL OR j.lease_generation = $6)
-  RETURNING j.id, j.lease_generation, j.lease_owner, j.abort_requested_at, j.abort_requested_by, j.abort_stop_schedule
+  RETURNING j.id, j.lease_generation, j.lease_owner, j.abort_requested_at, j.abort_requested_by, j.abort_stop_schedule, j.run_id
 )
 SELECT q.*,
-  (SELECT r.id FROM runs r WHERE r.job_id = q.id AND r.lease_generation = q.lease_generation) AS run_id,
   pg_notify('${ABORT_CHANNEL}', q.id || ':' || q.lease_generation)::text AS notified
 FROM requested q`;
 

@@ -1,6 +1,8 @@
 /**
- * The claim: one statement that locks due rows, marks them CLAIMED under a new
- * generation for one holder, and inserts their RUNNING runs.
+ * The claim: one statement that locks due rows and marks them CLAIMED under a
+ * new generation for one holder, each with its run (an id reserved from the
+ * ended_runs sequence and a start instant; the run's row is written when it
+ * ends: docs/decisions/0027).
  */
 import type { Pool } from 'pg';
 import { CLOCK, EPOCH_MS, NOW } from './sql';
@@ -79,13 +81,15 @@ export interface ClaimedJob {
 /**
  * One statement: lock the oldest due rows this claimer can run (skipping rows
  * another claimer or a cancel holds), mark them CLAIMED with a new generation,
- * and insert their RUNNING run rows. Never read-then-write: two claimers can
+ * and give each its run on the job row (`run_id` reserved from the
+ * ended_runs sequence, `run_started_at`; the `runs` view lists it RUNNING
+ * until its ending writes its row). Never read-then-write: two claimers can
  * never both see a row as DUE, because the row lock is taken by the same
  * statement that changes the state, and SKIP LOCKED makes the loser move on to
  * the next row instead of waiting. Order inside a spike is therefore not strict.
  *
  * Pre-dispatch (`horizonMs`): rows due within the horizon are claimed too, due
- * ones first; a run's `started_at` is its due instant when that is later than
+ * ones first; a run's start is its due instant when that is later than
  * the claim (the agent starts it then). `futureOnly` ($10) starts the index
  * range after the present instead: only rows not yet due. Rows a withdrawal holds for a user's
  * change (`held_until`, lease/withdraw.ts) are skipped until the hold ends.
@@ -124,22 +128,20 @@ WITH due AS MATERIALIZED (
     lease_until = ${NOW(1)} + make_interval(secs => $5::double precision / 1000),
     lease_generation = j.lease_generation + 1,
     attempt = j.attempt + 1,
-    updated_at = ${NOW(1)}
+    updated_at = ${NOW(1)},
+    run_id = nextval('ended_runs_id_seq'),
+    run_started_at = greatest(${CLOCK(1)}, j.next_run_at)
   FROM due WHERE j.id = due.id
   RETURNING j.id, j.namespace, j.task, j.payload::text AS payload_json, j.attempt, j.max_attempts, j.lease_generation,
-            j.lease_until, j.timeout_ms, j.occurrence_at, j.next_run_at, j.next_reason, j.trace_parent
-), inserted AS (
-  INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, outcome, reason)
-  SELECT id, attempt, lease_generation, occurrence_at, $4, greatest(${CLOCK(1)}, next_run_at), 'RUNNING', next_reason FROM claimed
-  RETURNING id, job_id
+            j.lease_until, j.timeout_ms, j.occurrence_at, j.next_run_at, j.next_reason, j.trace_parent, j.run_id
 )
 SELECT c.id, c.namespace, c.task, c.payload_json, c.attempt, c.max_attempts, c.lease_generation, c.timeout_ms,
-  c.trace_parent, i.id AS run_id,
+  c.trace_parent, c.run_id,
   ${EPOCH_MS('c.lease_until')} AS lease_until_ms,
   ${EPOCH_MS('c.occurrence_at')} AS scheduled_for_ms,
   ${EPOCH_MS('c.next_run_at')} AS due_at_ms,
   ${EPOCH_MS(NOW(1))} AS claimed_at_ms
-FROM claimed c JOIN inserted i ON i.job_id = c.id
+FROM claimed c
 ORDER BY c.next_run_at`;
 
 export async function claimDue(pool: Pool, request: ClaimRequest): Promise<ClaimedJob[]> {

@@ -36,8 +36,8 @@ export async function cancel(pool: Pool, namespace: string, jobId: string, now?:
   );
   if (updated.rowCount === 1) return { kind: 'cancelled' };
   const { rows } = await pool.query(
-    `SELECT j.state, j.lease_generation, j.lease_owner, j.lease_until, r.id AS run_id
-     FROM jobs j LEFT JOIN runs r ON r.job_id = j.id AND r.lease_generation = j.lease_generation
+    `SELECT j.state, j.lease_generation, j.lease_owner, j.lease_until, j.run_id
+     FROM jobs j
      WHERE j.id = $1 AND j.namespace = $2`,
     [jobId, namespace],
   );

@@ -10,7 +10,7 @@
 import type { Pool } from 'pg';
 import { isWellFormed, leaseKey, type HeldLeaseRef } from './refs';
 import { complete } from './settlement';
-import { holderArrays, lockInIdOrder, NOW, truncateError } from './sql';
+import { holderArrays, insertEndedRuns, lockInIdOrder, NOW, RUN_COLUMNS, truncateError } from './sql';
 import { WITHDRAW_HOLD_MS } from './withdraw';
 
 export type ReleaseResult = { kind: 'released' | 'stale' | 'not-owner'; jobId: string; leaseGeneration: number };
@@ -28,7 +28,7 @@ export async function release(pool: Pool, leases: readonly ReleasedLease[], reas
   const released = new Set<string>();
   if (valid.length > 0) {
     const { rows } = await pool.query(
-      `WITH locked AS (${lockInIdOrder(2, 'AND j.abort_requested_at IS NULL')}), released AS (
+      `WITH locked AS (${lockInIdOrder(2, 'AND j.abort_requested_at IS NULL', RUN_COLUMNS)}), released AS (
          UPDATE jobs j SET state = 'DUE', lease_owner = NULL, lease_token = NULL, lease_until = NULL,
            attempt = j.attempt - 1, updated_at = ${NOW(1)},
            held_until = CASE WHEN j.withdraw_generation = j.lease_generation
@@ -38,14 +38,14 @@ export async function release(pool: Pool, leases: readonly ReleasedLease[], reas
          FROM locked
          WHERE j.id = locked.id
          RETURNING j.id, j.lease_generation
-       ), runs_closed AS (
-         UPDATE runs r SET outcome = 'CANCELLED', finished_at = ${NOW(1)}, error = why.error,
-           -- A pre-dispatched run was stamped with its due instant; released, it never started.
-           started_at = least(r.started_at, ${NOW(1)})
-         FROM released JOIN unnest($2::uuid[], $3::bigint[], $6::text[]) AS why(id, generation, error)
-           ON why.id = released.id AND why.generation = released.lease_generation
-         WHERE r.job_id = released.id AND r.lease_generation = released.lease_generation
-           AND r.outcome = 'RUNNING'
+       ), recorded AS (
+         -- A pre-dispatched run was stamped with its due instant; released, it never started.
+         ${insertEndedRuns('locked', {
+           finishedAt: NOW(1),
+           outcome: "'CANCELLED'",
+           error: 'why.error',
+           startedAt: `least(locked.run_started_at, ${NOW(1)})`,
+         }, 'JOIN unnest($2::uuid[], $3::bigint[], $6::text[]) AS why(id, generation, error) ON why.id = locked.id AND why.generation = locked.lease_generation')}
        )
        SELECT id, lease_generation FROM released`,
       [now ?? null, ...holderArrays(valid), valid.map(errorOf)],

@@ -19,7 +19,18 @@ import { settle, startOf, type AttemptOutcome, type RetryPolicy, type Settlement
 import { isWellFormed, leaseKey, type HeldLeaseRef } from './refs';
 import { requestAbort } from './abort';
 import { DEFAULT_MISFIRE_THRESHOLD_MS } from './claim';
-import { CLEAR_ABORT, currentHolders, holderArrays, inTransaction, lockInIdOrder, NOW, refusal, truncateError } from './sql';
+import {
+  CLEAR_ABORT,
+  currentHolders,
+  holderArrays,
+  inTransaction,
+  insertEndedRuns,
+  lockInIdOrder,
+  NOW,
+  refusal,
+  RUN_COLUMNS,
+  truncateError,
+} from './sql';
 
 export interface CompletionReport extends HeldLeaseRef {
   outcome: Exclude<AttemptOutcome, 'LEASE_EXPIRED'>;
@@ -52,14 +63,15 @@ interface LockedJob extends SettlingJob {
   id: string;
   leaseGeneration: number;
   leaseOwner: string | null;
+  /** The run a CLAIMED row carries (decision 0027); null on a DUE row (skipMisfired). */
+  runId: number | null;
 }
 
 const LOCKED_COLUMNS = `j.id, j.lease_generation, j.lease_owner, j.schedule, j.timezone, j.occurrence_at,
   j.attempt, j.max_attempts, j.misfire_policy, j.abort_requested_at, j.abort_requested_by, j.abort_stop_schedule,
   j.retry_initial_ms, j.retry_max_ms, j.retry_multiplier, j.retry_jitter, j.start_jitter_ms, j.pause_on_failure,
   j.rescheduled_at, j.overlap_policy, j.catchup_window_ms, j.run_through, j.decided_through, j.next_reason, j.busy_since,
-  j.backfill_resume_at, j.next_run_at AS due_at,
-  (SELECT r.started_at FROM runs r WHERE r.job_id = j.id AND r.lease_generation = j.lease_generation) AS run_started_at`;
+  j.backfill_resume_at, j.next_run_at AS due_at, j.run_id, j.run_started_at`;
 
 function toLockedJob(row: Record<string, unknown>): LockedJob {
   const policy = row.misfire_policy as MisfirePolicy;
@@ -68,6 +80,7 @@ function toLockedJob(row: Record<string, unknown>): LockedJob {
     id: row.id as string,
     leaseGeneration: Number(row.lease_generation),
     leaseOwner: (row.lease_owner as string | null) ?? null,
+    runId: row.run_id === null ? null : Number(row.run_id),
     schedule: (row.schedule as string | null) ?? null,
     timezone: row.timezone as string,
     occurrenceAt: row.occurrence_at as Date,
@@ -186,19 +199,19 @@ function skippedCount(stretches: readonly SkippedStretch[]): number {
 /**
  * Completion of successful one-off runs in one statement (one round trip, one
  * commit for the whole batch): fenced like every other write, on CLAIMED and
- * the generation. Recurring jobs and failures need schedule arithmetic and go
- * through `applyEndings`.
+ * the generation. The run's row is written here, whole (decision 0027).
+ * Recurring jobs and failures need schedule arithmetic and go through
+ * `applyEndings`.
  */
 const COMPLETE_SIMPLE_SQL = `
-WITH locked AS (${lockInIdOrder(2, 'AND j.schedule IS NULL')}), done AS (
+WITH locked AS (${lockInIdOrder(2, 'AND j.schedule IS NULL', RUN_COLUMNS)}), done AS (
   UPDATE jobs j SET state = 'COMPLETED', next_run_at = NULL, lease_until = NULL, lease_owner = NULL, lease_token = NULL,
     ${CLEAR_ABORT}, updated_at = ${NOW(1)}
   FROM locked
   WHERE j.id = locked.id
   RETURNING j.id, j.lease_generation
-), closed AS (
-  UPDATE runs r SET outcome = 'SUCCEEDED', finished_at = ${NOW(1)}, error = NULL
-  FROM done WHERE r.job_id = done.id AND r.lease_generation = done.lease_generation AND r.outcome = 'RUNNING'
+), recorded AS (
+  ${insertEndedRuns('locked', { finishedAt: NOW(1), outcome: "'SUCCEEDED'", error: 'NULL' })}
 )
 SELECT id, lease_generation FROM done`;
 
@@ -257,7 +270,7 @@ function runError(ending: Ending, settlement: Settlement): string | null {
 /** Upper bound on SKIPPED rows written for one missed stretch; the last row states the full count. */
 const SKIPPED_ROWS_LIMIT = 100;
 
-/** Writes the settlement of locked, CLAIMED rows: job row, run row, and SKIPPED rows. Three statements. */
+/** Writes the settlement of locked, CLAIMED rows: job row, the ended run's row, and SKIPPED rows. Three statements. */
 async function applyEndings(
   client: PoolClient,
   endings: readonly Ending[],
@@ -297,18 +310,27 @@ async function applyEndings(
       now,
     ],
   );
+  // The ended runs, whole (decision 0027): the values the locked rows carried before the UPDATE above.
   await client.query(
-    `UPDATE runs r SET outcome = u.outcome, error = u.error, aborted_by = u.aborted_by, finished_at = $6
-     FROM unnest($1::uuid[], $2::bigint[], $3::kairos_run_outcome[], $4::text[], $5::text[])
-       AS u(job_id, generation, outcome, error, aborted_by)
-     WHERE r.job_id = u.job_id AND r.lease_generation = u.generation AND r.outcome = 'RUNNING'`,
+    `INSERT INTO ended_runs (id, job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, finished_at, outcome, error, aborted_by, reason)
+     OVERRIDING SYSTEM VALUE
+     SELECT u.id, u.job_id, u.attempt, u.generation, u.scheduled_for, u.worker_id, u.started_at, $11, u.outcome, u.error, u.aborted_by, u.reason
+     FROM unnest($1::bigint[], $2::uuid[], $3::int[], $4::bigint[], $5::timestamptz[], $6::text[], $7::timestamptz[],
+                 $8::kairos_run_outcome[], $9::text[], $10::text[], $12::text[])
+       AS u(id, job_id, attempt, generation, scheduled_for, worker_id, started_at, outcome, error, aborted_by, reason)`,
     [
+      endings.map((e) => e.job.runId),
       ids,
+      endings.map((e) => e.job.attempt),
       endings.map((e) => e.job.leaseGeneration),
+      endings.map((e) => e.job.occurrenceAt),
+      endings.map((e) => e.job.leaseOwner),
+      endings.map((e) => e.job.runStartedAt),
       plans.map((p) => p.runOutcome),
       endings.map((e, index) => runError(e, plans[index]!)),
       plans.map((p) => p.abortedBy),
       now,
+      endings.map((e) => e.job.nextReason),
     ],
   );
 
@@ -358,7 +380,7 @@ async function insertSkipped(
   }
   if (jobIds.length === 0) return;
   await client.query(
-    `INSERT INTO runs (job_id, attempt, lease_generation, scheduled_for, outcome, finished_at, error, reason)
+    `INSERT INTO ended_runs (job_id, attempt, lease_generation, scheduled_for, outcome, finished_at, error, reason)
      SELECT u.job_id, 0, NULL, u.scheduled_for, 'SKIPPED', $4, u.note, u.reason
      FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $5::text[]) AS u(job_id, scheduled_for, note, reason)`,
     [jobIds, scheduledFor, notes, now, reasons],
@@ -454,8 +476,8 @@ export async function skipMisfired(
 /** Running `cancel-other` jobs, for abortOverlapped to test their next occurrence. */
 export const OVERLAPPED_SQL = `
 SELECT j.id, j.namespace, j.schedule, j.timezone, j.occurrence_at, j.lease_generation, j.rescheduled_at,
-       r.started_at AS run_started_at, ${NOW(1)} AS now
-FROM jobs j LEFT JOIN runs r ON r.job_id = j.id AND r.lease_generation = j.lease_generation
+       j.run_started_at, ${NOW(1)} AS now
+FROM jobs j
 WHERE j.state = 'CLAIMED' AND j.overlap_policy = 'cancel-other' AND j.schedule IS NOT NULL AND j.abort_requested_at IS NULL
   AND j.run_through IS NULL AND j.backfill_resume_at IS NULL
 ORDER BY j.occurrence_at

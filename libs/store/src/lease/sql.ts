@@ -32,8 +32,8 @@ export const EPOCH_MS = (expression: string) => `floor(extract(epoch FROM ${expr
  * cannot deadlock; an `UPDATE … FROM unnest(…)` alone locks in whatever order
  * its plan visits rows (found by tools/chaos: "deadlock detected" on renew).
  */
-export function lockInIdOrder(firstParam: number, extraCondition = ''): string {
-  return `SELECT j.id FROM ${heldJobs(firstParam)} ${extraCondition}
+export function lockInIdOrder(firstParam: number, extraCondition = '', columns = 'j.id'): string {
+  return `SELECT ${columns} FROM ${heldJobs(firstParam)} ${extraCondition}
     ORDER BY j.id
     FOR UPDATE OF j`;
 }
@@ -52,6 +52,27 @@ export function heldJobs(firstParam: number): string {
     WHERE j.state = 'CLAIMED'`;
 }
 
+
+/**
+ * A CLAIMED job's run, as its row will be written (docs/decisions/0027): the
+ * claim reserved `run_id` and stamped `run_started_at`; the rest is the job's
+ * own, unchanged while it is CLAIMED. Select these with the row lock (the
+ * values before the ending's UPDATE), then `insertEndedRuns` from that CTE.
+ */
+export const RUN_COLUMNS = 'j.id, j.run_id, j.attempt, j.lease_generation, j.occurrence_at, j.lease_owner, j.run_started_at, j.next_reason';
+
+/**
+ * The INSERT that records ended runs from a CTE (`source`) that selected
+ * RUN_COLUMNS; `ended` is the SQL of the finished_at, outcome, error and
+ * started_at values, in that order, over the CTE's columns.
+ */
+export function insertEndedRuns(source: string, ended: { finishedAt: string; outcome: string; error: string; startedAt?: string }, join = ''): string {
+  return `INSERT INTO ended_runs (id, job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, finished_at, outcome, error, reason)
+  OVERRIDING SYSTEM VALUE
+  SELECT ${source}.run_id, ${source}.id, ${source}.attempt, ${source}.lease_generation, ${source}.occurrence_at, ${source}.lease_owner,
+    ${ended.startedAt ?? `${source}.run_started_at`}, ${ended.finishedAt}, ${ended.outcome}, ${ended.error}, ${source}.next_reason
+  FROM ${source} ${join}`;
+}
 
 export function holderArrays(leases: readonly HeldLeaseRef[]): [string[], number[], string[], Array<string | null>] {
   return [

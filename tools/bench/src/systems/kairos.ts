@@ -91,7 +91,7 @@ export const kairosDriver: Driver = {
   },
 
   async claimLags(pool, dueAtMs) {
-    // runs.started_at is the claim transaction's time; scheduled_for is the occurrence (the due time).
+    // A run's started_at is its claim's time (or its due instant, pre-dispatched); scheduled_for is the occurrence.
     const { rows } = await pool.query(
       `SELECT extract(epoch FROM (started_at - scheduled_for)) * 1000 AS lag FROM runs
        WHERE scheduled_for = to_timestamp($1::bigint / 1000.0) ORDER BY 1`,
