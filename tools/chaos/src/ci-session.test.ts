@@ -5,7 +5,7 @@
  * it, writing its results to a temporary folder.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -38,8 +38,10 @@ describe('chaos session (CI, 1 minute, seed 42)', () => {
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-20_000)));
     const code = await new Promise<number | null>((resolve) => child.on('exit', (exitCode) => resolve(exitCode)));
 
-    // The report says what went wrong; make it part of the failure message.
-    const summary = JSON.parse(readFileSync(path.join(out, 'latest.json'), 'utf8')) as Record<string, unknown>;
+    // The report says what went wrong; make it part of the failure message (and the output, when there is none).
+    const report = path.join(out, 'latest.json');
+    if (!existsSync(report)) throw new Error(`the session wrote no report (exit ${code}):\n${stdout.slice(-5_000)}\n${stderr.slice(-5_000)}`);
+    const summary = JSON.parse(readFileSync(report, 'utf8')) as Record<string, unknown>;
     expect({ verdict: summary.verdict, code, report: summary.verdict === 'pass' ? '' : stdout + stderr.slice(-5_000) }).toEqual({
       verdict: 'pass',
       code: 0,

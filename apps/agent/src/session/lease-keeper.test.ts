@@ -70,6 +70,27 @@ describe('LeaseKeeper', () => {
     expect(keeper.nextTrustDeadline()).toBeUndefined();
   });
 
+  it('counts finished leases apart: they are held, but only unfinished ones take a slot', () => {
+    const keeper = new LeaseKeeper(200);
+    keeper.hold(A, 'sleep', 600, 0);
+    keeper.hold(B, 'sleep', 600, 0);
+    keeper.markStarted(A, 10);
+    expect([keeper.size, keeper.unfinished]).toEqual([2, 2]);
+    keeper.markFinished(A, done);
+    keeper.markFinished(A, done); // already finished: counted once
+    expect([keeper.size, keeper.unfinished]).toEqual([2, 1]);
+    expect(keeper.fenceExpired(10_000, done).map((l) => l.id)).toEqual(['b@4']);
+    expect([keeper.size, keeper.unfinished]).toEqual([2, 0]);
+    keeper.acknowledge(A);
+    expect([keeper.size, keeper.unfinished]).toEqual([1, 0]);
+    // A finished lease dropped (lost), or replaced by a newer generation of its job, is no longer counted.
+    keeper.drop(B);
+    keeper.hold(A, 'sleep', 600, 20_000);
+    keeper.markFinished(A, done);
+    keeper.hold({ jobId: 'a', generation: 2n }, 'sleep', 600, 20_000);
+    expect([keeper.size, keeper.unfinished]).toEqual([1, 1]);
+  });
+
   it('re-sends an outcome only after resendAfterMs, and at once on a new stream', () => {
     const keeper = new LeaseKeeper(200);
     keeper.hold(A, 'sleep', 600, 0);

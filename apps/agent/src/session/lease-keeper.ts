@@ -49,8 +49,9 @@
  *               until an OutcomeAck arrives (on any stream).
  *   Every phase counts as held: all of them are listed in Hello and in every
  *   Heartbeat. Offered and running leases take a slot of the handler thread;
- *   the session holds at most `capacity` leases, plus its start queue of
- *   waiting ones.
+ *   the session holds at most `capacity` leases that are not finished
+ *   (`unfinished`), plus its start queue of waiting ones. Finished leases
+ *   only wait for their ack: their slots are free (Hello.slots_free_on_outcome).
  *
  * Trust window (invariants)
  *   - trustedUntil = anchor + remaining − margin, where `anchor` is the
@@ -153,6 +154,8 @@ export class LeaseKeeper {
    * lookup by job id needs no key string built per call.
    */
   private readonly leases = new Map<string, HeldLease>();
+  /** Held leases in the finished phase (kept by `finish` and `remove`). */
+  private finishedCount = 0;
   private marginMs: number;
 
   constructor(marginMs: number) {
@@ -168,9 +171,18 @@ export class LeaseKeeper {
     return this.marginMs;
   }
 
-  /** Number of held leases in any phase: what counts against capacity. */
+  /** Number of held leases in any phase. */
   get size(): number {
     return this.leases.size;
+  }
+
+  /**
+   * Held leases that are not finished: what counts against the capacity. A
+   * finished lease only waits for its OutcomeAck; its slot is free (the agent
+   * announces Hello.slots_free_on_outcome).
+   */
+  get unfinished(): number {
+    return this.leases.size - this.finishedCount;
   }
 
   get(key: LeaseKey): HeldLease | undefined {
@@ -293,12 +305,22 @@ export class LeaseKeeper {
       anchor,
       aborting: false,
     };
+    const replaced = this.leases.get(key.jobId);
+    if (replaced !== undefined) this.remove(replaced);
     this.leases.set(key.jobId, lease);
     return lease;
   }
 
   private remove(lease: HeldLease): void {
-    if (this.leases.get(lease.key.jobId) === lease) this.leases.delete(lease.key.jobId);
+    if (this.leases.get(lease.key.jobId) !== lease) return;
+    this.leases.delete(lease.key.jobId);
+    if (lease.phase.kind === 'finished') this.finishedCount--;
+  }
+
+  /** Any phase but finished -> finished, counted (see `unfinished`). */
+  private finish(lease: HeldLease, outcome: PendingOutcome): void {
+    if (lease.phase.kind !== 'finished') this.finishedCount++;
+    lease.phase = { kind: 'finished', outcome, lastSentAt: null };
   }
 
   /** offered -> running. False if the lease is no longer held (lost meanwhile). */
@@ -313,7 +335,7 @@ export class LeaseKeeper {
   markFinished(key: LeaseKey, outcome: PendingOutcome): boolean {
     const lease = this.get(key);
     if (lease === undefined || lease.phase.kind === 'finished' || lease.phase.kind === 'confirming' || lease.phase.kind === 'waiting') return false;
-    lease.phase = { kind: 'finished', outcome, lastSentAt: null };
+    this.finish(lease, outcome);
     return true;
   }
 
@@ -336,7 +358,7 @@ export class LeaseKeeper {
   finishUnstarted(key: LeaseKey, outcome: PendingOutcome): boolean {
     const lease = this.get(key);
     if (lease === undefined || lease.phase.kind === 'finished' || lease.phase.kind === 'running') return false;
-    lease.phase = { kind: 'finished', outcome, lastSentAt: null };
+    this.finish(lease, outcome);
     return true;
   }
 
@@ -392,7 +414,7 @@ export class LeaseKeeper {
     for (const lease of this.leases.values()) {
       if ((lease.phase.kind === 'offered' || lease.phase.kind === 'running') && now >= lease.trustedUntil) expired.push(lease);
     }
-    for (const lease of expired) lease.phase = { kind: 'finished', outcome, lastSentAt: null };
+    for (const lease of expired) this.finish(lease, outcome);
     return expired;
   }
 

@@ -525,6 +525,30 @@ describe('agent session', () => {
     expect(refs(stream.heartbeats().at(-1)?.leases ?? [])).toEqual([{ jobId: 'one', generation: 1n }]);
   });
 
+  it('a finished lease awaiting its ack frees its slot: the next assignment is taken, and Hello says so', async () => {
+    const { fake, log, controlled, stream } = await setup({ agent: { capacity: 1 } });
+    expect(stream.hello?.slotsFreeOnOutcome).toBe(true);
+    fake.ack = () => 'withhold';
+    stream.assign({ jobId: 'first', task: 'controlled' });
+    await log.wait('started', (i) => i.jobId === 'first');
+    controlled.finish('first');
+    await waitFor('the outcome sent', () => stream.outcomes().some((o) => o.jobId === 'first') || undefined);
+    stream.assign({ jobId: 'second', task: 'controlled' });
+    await log.wait('started', (i) => i.jobId === 'second');
+    expect(stream.releases()).toEqual([]);
+    // Still one running lease at most: a third assignment is beyond the capacity.
+    stream.assign({ jobId: 'third', task: 'controlled' });
+    await waitFor('the third released', () => stream.releases().length === 1 || undefined);
+    expect(log.find('released', (i) => i.jobId === 'third')?.reason).toBe('over capacity (1)');
+    // Both unacked and running leases are still held, and named in heartbeats.
+    await heartbeatsPass(stream, 1);
+    expect(refs(stream.heartbeats().at(-1)?.leases ?? [])).toEqual([
+      { jobId: 'first', generation: 1n },
+      { jobId: 'second', generation: 1n },
+    ]);
+    controlled.finish('second');
+  });
+
   it('on the coordinator\'s Drain moves to a new stream and keeps working', async () => {
     const { fake, log, controlled, stream } = await setup();
     stream.assign({ jobId: 'move', task: 'controlled', generation: 4n });

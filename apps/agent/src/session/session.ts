@@ -51,8 +51,9 @@
  *   - Only messages from a live stream (the open one, the draining one, or the
  *     one being dialled) are read; anything but Welcome before Welcome is a
  *     protocol error that drops the stream.
- *   - Held leases never exceed `capacity`: extra assignments, assignments of
- *     unknown tasks are released unstarted. Assignments whose anchor leaves too
+ *   - Held leases that are not finished never exceed `capacity` (finished
+ *     ones only wait for their ack; their slots are free): extra assignments,
+ *     assignments of unknown tasks are released unstarted. Assignments whose anchor leaves too
  *     little to trust are held back (`confirming`), listed in a heartbeat sent
  *     at once, and offered only when its renewal answers; released if none
  *     does within the lease.
@@ -412,6 +413,7 @@ export class AgentSession {
           payloadSchemas: (this.config.payloadSchemas ?? []).map((schema) => ({ task: schema.task, jsonSchema: schema.jsonSchema })),
           preDispatch: true,
           preDispatchQueue: this.config.preDispatchQueue ?? 0,
+          slotsFreeOnOutcome: true,
         },
       },
       {
@@ -750,10 +752,11 @@ export class AgentSession {
   private refusal(assignment: Assignment): string | undefined {
     if (this.work.kind !== 'accepting') return 'agent is draining';
     if (!this.tasks.has(assignment.task)) return `task "${assignment.task}" is not served by this agent`;
+    // Finished leases awaiting their ack do not count: their slots are free (Hello.slots_free_on_outcome).
     if (assignment.startAtMs > 0) {
       const limit = this.config.capacity + (this.config.preDispatchQueue ?? 0);
-      if (this.keeper.size >= limit) return `over capacity and start queue (${limit})`;
-    } else if (this.keeper.size >= this.config.capacity) {
+      if (this.keeper.unfinished >= limit) return `over capacity and start queue (${limit})`;
+    } else if (this.keeper.unfinished >= this.config.capacity) {
       return `over capacity (${this.config.capacity})`;
     }
     return undefined;

@@ -162,6 +162,7 @@ export function connectHandler(deps: AgentStreamDeps) {
           version: hello.version.slice(0, 100),
           preDispatch: hello.preDispatch,
           preDispatchQueue: hello.preDispatch ? hello.preDispatchQueue : 0,
+          slotsFreeOnOutcome: hello.slotsFreeOnOutcome,
         };
       } catch (error: unknown) {
         return fail(...refusal(error));

@@ -30,6 +30,8 @@ export interface AgentInfo {
   preDispatch: boolean;
   /** Hello.pre_dispatch_queue (0 without pre_dispatch): pre-dispatched leases it holds beyond its capacity. */
   preDispatchQueue: number;
+  /** Hello.slots_free_on_outcome: a lease whose Outcome has arrived no longer takes a slot (see AgentSession.reported). */
+  slotsFreeOnOutcome: boolean;
 }
 
 /**
@@ -93,6 +95,22 @@ export interface AgentSession {
    * agent's slots busy (see `busySlots`). Pruned as starts pass.
    */
   readonly ahead: Map<string, number>;
+  /**
+   * Held leases whose Outcome has arrived and is being recorded, by leaseKey,
+   * for an agent that announced Hello.slots_free_on_outcome: their handlers
+   * have ended, so they no longer take a slot (`slotsTaken`), and the next
+   * claim need not wait for the completion's write. Removed with the lease
+   * when the completion answers; pruned of leases no longer held.
+   */
+  readonly reported: Set<string>;
+  /** Renewals of this session submitted and not yet applied (see `forgetLease`). */
+  renewing: number;
+  /**
+   * Leases forgotten (ended, given back, revoked) while a renewal was in
+   * flight: that renewal may have read them still held, and its result must
+   * not bring them back. Cleared when no renewal is in flight.
+   */
+  readonly forgottenWhileRenewing: Set<string>;
   send(message: CoordinatorMessageInit): void;
   end(): void;
   /** Ends the stream with a status (set by api/grpc-agent.ts): used when a newer stream of the same agent replaces it. */
@@ -119,6 +137,9 @@ export function newSession(state: SessionState, io: SessionIo): AgentSession {
     lastHeartbeatSeq: 0n,
     held: new Map(),
     ahead: new Map(),
+    reported: new Set(),
+    renewing: 0,
+    forgottenWhileRenewing: new Set(),
     send: io.send,
     end: io.end,
   };
@@ -166,19 +187,42 @@ export function drainSessions(sessions: readonly AgentSession[], graceMs: number
 }
 
 export function freeSlots(session: AgentSession): number {
-  return session.state.kind === 'active' ? Math.max(0, session.state.agent.capacity - session.held.size) : 0;
+  return session.state.kind === 'active' ? Math.max(0, session.state.agent.capacity - slotsTaken(session)) : 0;
 }
 
 /**
- * Slots of the agent busy now or due to be: held leases, less those assigned
- * ahead whose start has not come. Prunes `ahead` of passed starts and of
- * leases no longer held.
+ * Held leases that take one of the agent's slots: all of them, less those
+ * whose Outcome has arrived (`reported`). Prunes `reported` of leases no
+ * longer held.
+ */
+export function slotsTaken(session: AgentSession): number {
+  for (const key of session.reported) if (!session.held.has(key)) session.reported.delete(key);
+  return session.held.size - session.reported.size;
+}
+
+/**
+ * Slots of the agent busy now or due to be: the leases that take a slot
+ * (`slotsTaken`), less those assigned ahead whose start has not come. Prunes
+ * `ahead` of passed starts and of leases no longer held.
  */
 export function busySlots(session: AgentSession, now: number = performance.now()): number {
+  let waiting = 0;
   for (const [key, startAt] of session.ahead) {
     if (startAt <= now || !session.held.has(key)) session.ahead.delete(key);
+    else if (!session.reported.has(key)) waiting++;
   }
-  return session.held.size - session.ahead.size;
+  return slotsTaken(session) - waiting;
+}
+
+/**
+ * Forgets a held lease (its outcome recorded, given back, revoked): it no
+ * longer takes a slot, and a renewal in flight cannot bring it back. True if
+ * it was held.
+ */
+export function forgetLease(session: AgentSession, key: string): boolean {
+  session.reported.delete(key);
+  if (session.renewing > 0) session.forgottenWhileRenewing.add(key);
+  return session.held.delete(key);
 }
 
 export function leaseKey(jobId: string, generation: number | bigint): string {

@@ -81,4 +81,45 @@ describe('a release in flight while a heartbeat is handled', () => {
     await heartbeat();
     expect(dispatcher.agents()[0]?.quarantinedUntil).not.toBeNull();
   });
+
+  test('a renewal that read a lease before its completion committed does not bring it back', async () => {
+    // The heartbeat's renewal reads the lease (still CLAIMED: answered renewed), the completion commits and
+    // forgets it, then the renewal's answer is applied. It used to put the lease back into the held set, where it
+    // took a slot until two heartbeat intervals had passed without it: with every slot taken so, a W1 bench
+    // run stood still for 7 s, 3 runs in 5, once slots freed on outcomes (decision 0028).
+    const store = bed.db.createStore();
+    let openGate: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    let renewRead = false;
+    const gated: Store = {
+      ...store,
+      lease: {
+        ...store.lease,
+        renew: async (...args) => {
+          const results = await store.lease.renew(...args);
+          renewRead = true;
+          await gate;
+          return results;
+        },
+      },
+    };
+    const dispatcher = bed.dispatcher(gated);
+    const sent: CoordinatorMessageInit[] = [];
+    const session = fakeSession('agent-3', ['racing'], sent, 1);
+    dispatcher.addSession(session);
+    const jobId = await insertJob(bed.db.pool, { task: 'racing', runAt: new Date(Date.now() - 1_000) });
+    dispatcher.start();
+    await waitFor(() => sent.some((message) => message.kind?.case === 'assignments'), { description: 'the job assigned' });
+    const [held] = [...session.held.values()];
+    const lease = { jobId, leaseGeneration: held!.leaseGeneration };
+
+    const renewed = dispatcher.renew(session, [lease], { complete: true, intervalMs: 3_000 });
+    await waitFor(() => renewRead, { description: 'the renewal has read the lease' });
+    expect(await dispatcher.complete(session, [{ ...lease, outcome: 'SUCCEEDED' }])).toEqual([expect.objectContaining({ kind: 'recorded' })]);
+    expect(session.held.size).toBe(0);
+    openGate();
+    expect(await renewed).toEqual([expect.objectContaining({ kind: 'renewed' })]);
+    expect(session.held.size).toBe(0);
+    expect(session.forgottenWhileRenewing.size).toBe(0);
+  });
 });

@@ -52,7 +52,7 @@ import { toAssignment, toWireLease, type CompletionWithoutHolder } from '../api/
 import type { CoordinatorOptions } from '../config';
 import type { AgentView } from '../api/views';
 import type { Metrics } from '../metrics';
-import { agentOf, busySlots, freeSlots, leaseKey, type AgentInfo, type AgentSession, type HeldLease } from './agent-session';
+import { agentOf, busySlots, forgetLease, freeSlots, leaseKey, slotsTaken, type AgentInfo, type AgentSession, type HeldLease } from './agent-session';
 import { createAgentStandings } from './agent-standing';
 import type { DbClock } from './db-clock';
 import { groupCommit } from './group-commit';
@@ -179,7 +179,7 @@ export function createDispatcher(deps: {
     const idle = agent.capacity - busySlots(session);
     if (idle <= 0) return none;
     // The queue, too, in proportion to the idle slots: a mostly busy agent is not handed work it would give back.
-    const room = agent.capacity + Math.floor((agent.preDispatchQueue * idle) / agent.capacity) - session.held.size;
+    const room = agent.capacity + Math.floor((agent.preDispatchQueue * idle) / agent.capacity) - slotsTaken(session);
     if (room <= 0) return none;
     return { room, horizonMs: Math.floor((options.preDispatchMs * idle) / agent.capacity) };
   }
@@ -448,9 +448,61 @@ export function createDispatcher(deps: {
     return [...sessions].filter((session) => session.held.has(key));
   }
 
+  /** Renews the leases a heartbeat names and applies the answer to the session's held leases (see `renew`). */
+  async function renewHeld(
+    session: AgentSession,
+    agent: AgentInfo,
+    leases: readonly LeaseRef[],
+    listing: HeartbeatListing,
+    sentAtMs: number,
+  ): Promise<RenewResult[]> {
+    const results = await renewals.submit(heldBy(agent, leases));
+    countForeign(agent, 'renew', results);
+    metrics.renewLatency.observe((performance.now() - sentAtMs) / 1000);
+    let lost = 0;
+    const seenAtMs = performance.now();
+    for (const result of results) {
+      const key = leaseKey(result.jobId, result.leaseGeneration);
+      if (result.kind === 'renewed') {
+        // Ended since this renewal read it (its completion committed meanwhile): not held any more.
+        if (!session.held.has(key) && session.forgottenWhileRenewing.has(key)) continue;
+        session.held.set(key, { jobId: result.jobId, leaseGeneration: result.leaseGeneration, seenAtMs, named: true });
+      }
+      else {
+        lost++;
+        session.held.delete(key);
+      }
+    }
+    if (listing.complete) {
+      const named = new Set(leases.map((lease) => leaseKey(lease.jobId, lease.leaseGeneration)));
+      let neverNamed = 0;
+      for (const [key, held] of session.held) {
+        if (!named.has(key) && held.seenAtMs < sentAtMs - 2 * listing.intervalMs) {
+          // A heartbeat that may have crossed the assignment says nothing of it yet.
+          if (!held.named && !builtAfterAssignment(held, listing.heartbeat)) continue;
+          session.held.delete(key);
+          if (!held.named) neverNamed++;
+        }
+      }
+      if (standings.unrenewed(agent.agentId, neverNamed)) {
+        metrics.agentQuarantines.inc();
+        logger.warn(
+          { agentId: agent.agentId, namespace: agent.namespace, unrenewed: neverNamed, until: standingView(agent.agentId).quarantinedUntil },
+          'agent quarantined: it took leases and never renewed them',
+        );
+      }
+    }
+    metrics.renewals.inc(results.length - lost);
+    if (lost > 0) {
+      metrics.lostLeases.inc(lost);
+      wake();
+    }
+    return results;
+  }
+
   function load(session: AgentSession): number {
     const agent = agentOf(session);
-    return agent ? session.held.size / agent.capacity : 1;
+    return agent ? slotsTaken(session) / agent.capacity : 1;
   }
 
   return {
@@ -470,56 +522,39 @@ export function createDispatcher(deps: {
       if (!agent) return [];
       session.lastHeartbeatAt = new Date();
       const sentAtMs = performance.now();
-      const results = await renewals.submit(heldBy(agent, leases));
-      countForeign(agent, 'renew', results);
-      metrics.renewLatency.observe((performance.now() - sentAtMs) / 1000);
-      let lost = 0;
-      const seenAtMs = performance.now();
-      for (const result of results) {
-        const key = leaseKey(result.jobId, result.leaseGeneration);
-        if (result.kind === 'renewed') {
-          session.held.set(key, { jobId: result.jobId, leaseGeneration: result.leaseGeneration, seenAtMs, named: true });
-        }
-        else {
-          lost++;
-          session.held.delete(key);
-        }
+      session.renewing++;
+      try {
+        return await renewHeld(session, agent, leases, listing, sentAtMs);
+      } finally {
+        if (--session.renewing === 0) session.forgottenWhileRenewing.clear();
       }
-      if (listing.complete) {
-        const named = new Set(leases.map((lease) => leaseKey(lease.jobId, lease.leaseGeneration)));
-        let neverNamed = 0;
-        for (const [key, held] of session.held) {
-          if (!named.has(key) && held.seenAtMs < sentAtMs - 2 * listing.intervalMs) {
-            // A heartbeat that may have crossed the assignment says nothing of it yet.
-            if (!held.named && !builtAfterAssignment(held, listing.heartbeat)) continue;
-            session.held.delete(key);
-            if (!held.named) neverNamed++;
-          }
-        }
-        if (standings.unrenewed(agent.agentId, neverNamed)) {
-          metrics.agentQuarantines.inc();
-          logger.warn(
-            { agentId: agent.agentId, namespace: agent.namespace, unrenewed: neverNamed, until: standingView(agent.agentId).quarantinedUntil },
-            'agent quarantined: it took leases and never renewed them',
-          );
-        }
-      }
-      metrics.renewals.inc(results.length - lost);
-      if (lost > 0) {
-        metrics.lostLeases.inc(lost);
-        wake();
-      }
-      return results;
     },
     async complete(session, outcomes) {
       const agent = agentOf(session);
       if (!agent) return [];
+      if (agent.slotsFreeOnOutcome) {
+        // Their handlers have ended: the slots are free now, and the claim that fills them runs beside this
+        // completion's write instead of after it (Hello.slots_free_on_outcome).
+        let freed = 0;
+        for (const outcome of outcomes) {
+          const key = leaseKey(outcome.jobId, outcome.leaseGeneration);
+          if (session.held.has(key) && !session.reported.has(key)) {
+            session.reported.add(key);
+            freed++;
+          }
+        }
+        if (freed > 0) wake();
+      }
       const results = await completions.submit(heldBy(agent, outcomes));
       countForeign(agent, 'complete', results);
       if (results.some((result) => result.kind === 'recorded')) standings.succeeded(agent.agentId);
       for (const result of results) {
-        if (result.kind === 'not-owner') continue;
-        session.held.delete(leaseKey(result.jobId, result.leaseGeneration));
+        const key = leaseKey(result.jobId, result.leaseGeneration);
+        if (result.kind === 'not-owner') {
+          session.reported.delete(key);
+          continue;
+        }
+        forgetLease(session, key);
         if (result.kind === 'recorded') {
           metrics.runsFinished.inc({ outcome: result.runOutcome });
           if (result.state === 'DEAD') metrics.jobsDead.inc();
@@ -541,7 +576,7 @@ export function createDispatcher(deps: {
       if (!agent) return;
       // Forgotten at once, not after the statement: the agent already has (its next heartbeat does not
       // name them), and a heartbeat handled meanwhile must not count them as taken and never renewed.
-      for (const lease of leases) session.held.delete(leaseKey(lease.jobId, lease.leaseGeneration));
+      for (const lease of leases) forgetLease(session, leaseKey(lease.jobId, lease.leaseGeneration));
       countForeign(agent, 'release', await releases.submit(heldBy(agent, leases).map((lease) => ({ ...lease, reason }))));
       wake();
     },
@@ -574,7 +609,7 @@ export function createDispatcher(deps: {
         const agentId = agentOf(session)?.agentId;
         const leases = agentId ? byOwner.get(agentId) : undefined;
         if (!leases) continue;
-        const revoked = leases.filter((lease) => session.held.delete(leaseKey(lease.jobId, lease.leaseGeneration)));
+        const revoked = leases.filter((lease) => forgetLease(session, leaseKey(lease.jobId, lease.leaseGeneration)));
         if (revoked.length > 0) {
           session.send({
             kind: {

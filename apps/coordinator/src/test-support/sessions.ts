@@ -10,11 +10,22 @@ import { newSession, type AgentSession, type CoordinatorMessageInit } from '../d
 import { createDispatcher, type Dispatcher } from '../dispatch/dispatcher';
 import { createMetrics, type Metrics } from '../metrics';
 
-/** `preDispatchQueue` > 0: an agent that takes pre-dispatched leases, with a start queue that long. */
-export function fakeSession(agentId: string, tasks: string[], sent: CoordinatorMessageInit[] = [], capacity = 4, preDispatchQueue = 0): AgentSession {
+/**
+ * `preDispatchQueue` > 0: an agent that takes pre-dispatched leases, with a start queue that long.
+ * `slotsFreeOnOutcome`: it announced Hello.slots_free_on_outcome.
+ */
+export function fakeSession(
+  agentId: string,
+  tasks: string[],
+  sent: CoordinatorMessageInit[] = [],
+  capacity = 4,
+  preDispatchQueue = 0,
+  { slotsFreeOnOutcome = false } = {},
+): AgentSession {
   const preDispatch = preDispatchQueue > 0;
+  const agent = { agentId, namespace: 'default', tokenId: null, tasks, capacity, version: 'test', preDispatch, preDispatchQueue, slotsFreeOnOutcome };
   const session = newSession(
-    { kind: 'active', agent: { agentId, namespace: 'default', tokenId: null, tasks, capacity, version: 'test', preDispatch, preDispatchQueue } },
+    { kind: 'active', agent },
     { send: (message) => void sent.push(message), end: () => undefined },
   );
   return { ...session, sessionId: Number(agentId.replace(/\D/g, '') || 0) };

@@ -482,7 +482,8 @@ type Hello struct {
 	Tasks []string `protobuf:"bytes,2,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	// Total number of jobs the agent runs at once (>= 1). The coordinator
 	// never lets the agent hold more than `capacity` leases, counting
-	// held_leases.
+	// held_leases (see slots_free_on_outcome and pre_dispatch_queue for the
+	// leases that do not take a slot).
 	Capacity uint32 `protobuf:"varint,3,opt,name=capacity,proto3" json:"capacity,omitempty"`
 	// Leases the agent still holds from an earlier stream (after a reconnect
 	// or a coordinator restart), including leases whose outcome has not been
@@ -510,8 +511,17 @@ type Hello struct {
 	// Release, so a busy agent never sits on due work. 0: none (held leases
 	// never exceed capacity).
 	PreDispatchQueue uint32 `protobuf:"varint,8,opt,name=pre_dispatch_queue,json=preDispatchQueue,proto3" json:"pre_dispatch_queue,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// A finished lease whose Outcome was sent does not take one of the agent's
+	// slots while it waits for its OutcomeAck: its handler has ended. A
+	// coordinator counts a lease of such an agent as freeing its slot when its
+	// Outcome arrives, and may assign a job in its place while the outcome is
+	// being recorded, so the agent's next job does not wait for that write. The
+	// agent then holds up to `capacity` leases that are not finished, plus
+	// finished ones awaiting acknowledgement (plus its start queue). Unset: a
+	// slot frees when the outcome is acknowledged.
+	SlotsFreeOnOutcome bool `protobuf:"varint,9,opt,name=slots_free_on_outcome,json=slotsFreeOnOutcome,proto3" json:"slots_free_on_outcome,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Hello) Reset() {
@@ -598,6 +608,13 @@ func (x *Hello) GetPreDispatchQueue() uint32 {
 		return x.PreDispatchQueue
 	}
 	return 0
+}
+
+func (x *Hello) GetSlotsFreeOnOutcome() bool {
+	if x != nil {
+		return x.SlotsFreeOnOutcome
+	}
+	return false
 }
 
 // The payload schema one task's handler declared.
@@ -2068,7 +2085,7 @@ const file_kairos_v1_agent_proto_rawDesc = "" +
 	"\arelease\x18\x04 \x01(\v2\x12.kairos.v1.ReleaseH\x00R\arelease\x121\n" +
 	"\bdraining\x18\x05 \x01(\v2\x13.kairos.v1.DrainingH\x00R\bdraining\x12G\n" +
 	"\x10withdraw_refused\x18\x06 \x01(\v2\x1a.kairos.v1.WithdrawRefusedH\x00R\x0fwithdrawRefusedB\x06\n" +
-	"\x04kind\"\xbc\x02\n" +
+	"\x04kind\"\xef\x02\n" +
 	"\x05Hello\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x14\n" +
 	"\x05tasks\x18\x02 \x03(\tR\x05tasks\x12\x1a\n" +
@@ -2078,7 +2095,8 @@ const file_kairos_v1_agent_proto_rawDesc = "" +
 	"\aversion\x18\x05 \x01(\tR\aversion\x12E\n" +
 	"\x0fpayload_schemas\x18\x06 \x03(\v2\x1c.kairos.v1.TaskPayloadSchemaR\x0epayloadSchemas\x12!\n" +
 	"\fpre_dispatch\x18\a \x01(\bR\vpreDispatch\x12,\n" +
-	"\x12pre_dispatch_queue\x18\b \x01(\rR\x10preDispatchQueue\"H\n" +
+	"\x12pre_dispatch_queue\x18\b \x01(\rR\x10preDispatchQueue\x121\n" +
+	"\x15slots_free_on_outcome\x18\t \x01(\bR\x12slotsFreeOnOutcome\"H\n" +
 	"\x11TaskPayloadSchema\x12\x12\n" +
 	"\x04task\x18\x01 \x01(\tR\x04task\x12\x1f\n" +
 	"\vjson_schema\x18\x02 \x01(\tR\n" +

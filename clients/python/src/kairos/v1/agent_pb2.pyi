@@ -70,7 +70,7 @@ class AgentMessage(_message.Message):
     def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., outcomes: _Optional[_Union[Outcomes, _Mapping]] = ..., release: _Optional[_Union[Release, _Mapping]] = ..., draining: _Optional[_Union[Draining, _Mapping]] = ..., withdraw_refused: _Optional[_Union[WithdrawRefused, _Mapping]] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("agent_id", "tasks", "capacity", "held_leases", "version", "payload_schemas", "pre_dispatch", "pre_dispatch_queue")
+    __slots__ = ("agent_id", "tasks", "capacity", "held_leases", "version", "payload_schemas", "pre_dispatch", "pre_dispatch_queue", "slots_free_on_outcome")
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
@@ -79,6 +79,7 @@ class Hello(_message.Message):
     PAYLOAD_SCHEMAS_FIELD_NUMBER: _ClassVar[int]
     PRE_DISPATCH_FIELD_NUMBER: _ClassVar[int]
     PRE_DISPATCH_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    SLOTS_FREE_ON_OUTCOME_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     tasks: _containers.RepeatedScalarFieldContainer[str]
     capacity: int
@@ -87,7 +88,8 @@ class Hello(_message.Message):
     payload_schemas: _containers.RepeatedCompositeFieldContainer[TaskPayloadSchema]
     pre_dispatch: bool
     pre_dispatch_queue: int
-    def __init__(self, agent_id: _Optional[str] = ..., tasks: _Optional[_Iterable[str]] = ..., capacity: _Optional[int] = ..., held_leases: _Optional[_Iterable[_Union[LeaseRef, _Mapping]]] = ..., version: _Optional[str] = ..., payload_schemas: _Optional[_Iterable[_Union[TaskPayloadSchema, _Mapping]]] = ..., pre_dispatch: _Optional[bool] = ..., pre_dispatch_queue: _Optional[int] = ...) -> None: ...
+    slots_free_on_outcome: bool
+    def __init__(self, agent_id: _Optional[str] = ..., tasks: _Optional[_Iterable[str]] = ..., capacity: _Optional[int] = ..., held_leases: _Optional[_Iterable[_Union[LeaseRef, _Mapping]]] = ..., version: _Optional[str] = ..., payload_schemas: _Optional[_Iterable[_Union[TaskPayloadSchema, _Mapping]]] = ..., pre_dispatch: _Optional[bool] = ..., pre_dispatch_queue: _Optional[int] = ..., slots_free_on_outcome: _Optional[bool] = ...) -> None: ...
 
 class TaskPayloadSchema(_message.Message):
     __slots__ = ("task", "json_schema")
