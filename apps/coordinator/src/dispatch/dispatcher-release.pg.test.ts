@@ -9,30 +9,15 @@
  * its call is only delayed) so the order is certain.
  */
 import { insertJob, waitFor } from '@kairos/testing';
-import type { Store } from '@kairos/store';
-import { fakeSession, dispatcherTestBed } from '../test-support/sessions';
+import { fakeSession, dispatcherTestBed, gatedLease } from '../test-support/sessions';
 import { leaseKey, type CoordinatorMessageInit } from './agent-session';
 
 describe('a release in flight while a heartbeat is handled', () => {
   const bed = dispatcherTestBed();
 
   test('the agent is not quarantined, and the lease is released once the statement commits', async () => {
-    const store = bed.db.createStore();
-    let openGate: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => (openGate = resolve));
-    let releaseCalled = false;
-    const gated: Store = {
-      ...store,
-      lease: {
-        ...store.lease,
-        release: async (...args) => {
-          releaseCalled = true;
-          await gate;
-          return store.lease.release(...args);
-        },
-      },
-    };
-    const dispatcher = bed.dispatcher(gated);
+    const gated = gatedLease(bed.db.createStore(), 'release');
+    const dispatcher = bed.dispatcher(gated.store);
     const sent: CoordinatorMessageInit[] = [];
     const session = fakeSession('agent-1', ['work'], sent);
     dispatcher.addSession(session);
@@ -47,11 +32,11 @@ describe('a release in flight while a heartbeat is handled', () => {
     });
 
     const released = dispatcher.release(session, [lease], 'no longer wanted');
-    await waitFor(() => releaseCalled, { description: 'the release statement under way' });
+    await waitFor(() => gated.reached(), { description: 'the release statement under way' });
     await dispatcher.renew(session, [], { complete: true, intervalMs: 1 });
     expect(dispatcher.agents()[0]).toMatchObject({ agentId: 'agent-1', quarantinedUntil: null });
 
-    openGate();
+    gated.open();
     await released;
     // Released (the dispatcher may have claimed the job again since, at a newer generation).
     const run = await bed.db.pool.query('SELECT outcome, error FROM runs WHERE job_id = $1 AND lease_generation = $2', [jobId, lease.leaseGeneration]);
@@ -87,23 +72,8 @@ describe('a release in flight while a heartbeat is handled', () => {
     // forgets it, then the renewal's answer is applied. It used to put the lease back into the held set, where it
     // took a slot until two heartbeat intervals had passed without it: with every slot taken so, a W1 bench
     // run stood still for 7 s, 3 runs in 5, once slots freed on outcomes (decision 0028).
-    const store = bed.db.createStore();
-    let openGate: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => (openGate = resolve));
-    let renewRead = false;
-    const gated: Store = {
-      ...store,
-      lease: {
-        ...store.lease,
-        renew: async (...args) => {
-          const results = await store.lease.renew(...args);
-          renewRead = true;
-          await gate;
-          return results;
-        },
-      },
-    };
-    const dispatcher = bed.dispatcher(gated);
+    const gated = gatedLease(bed.db.createStore(), 'renew', 'after');
+    const dispatcher = bed.dispatcher(gated.store);
     const sent: CoordinatorMessageInit[] = [];
     const session = fakeSession('agent-3', ['racing'], sent, 1);
     dispatcher.addSession(session);
@@ -114,10 +84,10 @@ describe('a release in flight while a heartbeat is handled', () => {
     const lease = { jobId, leaseGeneration: held!.leaseGeneration };
 
     const renewed = dispatcher.renew(session, [lease], { complete: true, intervalMs: 3_000 });
-    await waitFor(() => renewRead, { description: 'the renewal has read the lease' });
+    await waitFor(() => gated.reached(), { description: 'the renewal has read the lease' });
     expect(await dispatcher.complete(session, [{ ...lease, outcome: 'SUCCEEDED' }])).toEqual([expect.objectContaining({ kind: 'recorded' })]);
     expect(session.held.size).toBe(0);
-    openGate();
+    gated.open();
     expect(await renewed).toEqual([expect.objectContaining({ kind: 'renewed' })]);
     expect(session.held.size).toBe(0);
     expect(session.forgottenWhileRenewing.size).toBe(0);

@@ -5,8 +5,7 @@
  * purpose (the real store; its call is only delayed) so the order is certain.
  */
 import { insertJob, waitFor } from '@kairos/testing';
-import type { Store } from '@kairos/store';
-import { fakeSession, dispatcherTestBed } from '../test-support/sessions';
+import { fakeSession, dispatcherTestBed, gatedLease } from '../test-support/sessions';
 import { freeSlots, type CoordinatorMessageInit } from './agent-session';
 
 /** The job ids assigned so far, in order. */
@@ -19,22 +18,8 @@ describe('a slot freed by an outcome that is still being recorded', () => {
 
   /** An agent of capacity 1 and two due jobs; the first is assigned, its outcome reported, its completion held open. */
   async function completionHeldOpen(agentId: string, slotsFreeOnOutcome: boolean) {
-    const store = bed.db.createStore();
-    let openGate: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => (openGate = resolve));
-    let completeCalled = false;
-    const gated: Store = {
-      ...store,
-      lease: {
-        ...store.lease,
-        complete: async (...args) => {
-          completeCalled = true;
-          await gate;
-          return store.lease.complete(...args);
-        },
-      },
-    };
-    const dispatcher = bed.dispatcher(gated);
+    const gated = gatedLease(bed.db.createStore(), 'complete');
+    const dispatcher = bed.dispatcher(gated.store);
     const sent: CoordinatorMessageInit[] = [];
     const session = fakeSession(agentId, [agentId], sent, 1, 0, { slotsFreeOnOutcome });
     dispatcher.addSession(session);
@@ -45,8 +30,8 @@ describe('a slot freed by an outcome that is still being recorded', () => {
     expect(assigned(sent)).toEqual([first]);
     const [lease] = [...session.held.values()];
     const completing = dispatcher.complete(session, [{ jobId: lease!.jobId, leaseGeneration: lease!.leaseGeneration, outcome: 'SUCCEEDED' }]);
-    await waitFor(() => completeCalled, { description: 'the completion statement under way' });
-    return { sent, session, first, second, completing, openGate };
+    await waitFor(() => gated.reached(), { description: 'the completion statement under way' });
+    return { sent, session, first, second, completing, openGate: gated.open };
   }
 
   test('an agent that announced it is assigned its next job while the completion is written', async () => {

@@ -31,6 +31,36 @@ export function fakeSession(
   return { ...session, sessionId: Number(agentId.replace(/\D/g, '') || 0) };
 }
 
+/**
+ * `store` with one lease statement held at a gate, so a test can order it
+ * against others: `before` (the default) waits before the real statement,
+ * `after` runs it (it has read and committed) and waits before answering.
+ * `reached()` says a call got to the gate; `open()` lets it, and every later
+ * call, through.
+ */
+export function gatedLease(
+  store: Store,
+  statement: 'release' | 'complete' | 'renew',
+  at: 'before' | 'after' = 'before',
+): { store: Store; reached(): boolean; open(): void } {
+  let open: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  let reached = false;
+  const real = store.lease[statement] as (...args: unknown[]) => Promise<unknown>;
+  const gated = async (...args: unknown[]): Promise<unknown> => {
+    if (at === 'after') {
+      const answer = await real(...args);
+      reached = true;
+      await gate;
+      return answer;
+    }
+    reached = true;
+    await gate;
+    return real(...args);
+  };
+  return { store: { ...store, lease: { ...store.lease, [statement]: gated } }, reached: () => reached, open: () => open() };
+}
+
 /** Metrics whose cluster-wide gauges read nothing (no database queries of their own). */
 function quietMetrics(): Metrics {
   return createMetrics({
