@@ -99,8 +99,8 @@ export interface AgentSession {
    * Held leases whose Outcome has arrived and is being recorded, by leaseKey,
    * for an agent that announced Hello.slots_free_on_outcome: their handlers
    * have ended, so they no longer take a slot (`slotsTaken`), and the next
-   * claim need not wait for the completion's write. Removed with the lease
-   * when the completion answers; pruned of leases no longer held.
+   * claim need not wait for the completion's write. Only held leases are
+   * added; `forgetLease` removes them with the lease.
    */
   readonly reported: Set<string>;
   /** Renewals of this session submitted and not yet applied (see `forgetLease`). */
@@ -192,11 +192,10 @@ export function freeSlots(session: AgentSession): number {
 
 /**
  * Held leases that take one of the agent's slots: all of them, less those
- * whose Outcome has arrived (`reported`). Prunes `reported` of leases no
- * longer held.
+ * whose Outcome has arrived (`reported`, a subset of `held`: every lease
+ * leaves both through `forgetLease`).
  */
 export function slotsTaken(session: AgentSession): number {
-  for (const key of session.reported) if (!session.held.has(key)) session.reported.delete(key);
   return session.held.size - session.reported.size;
 }
 
@@ -215,9 +214,9 @@ export function busySlots(session: AgentSession, now: number = performance.now()
 }
 
 /**
- * Forgets a held lease (its outcome recorded, given back, revoked): it no
- * longer takes a slot, and a renewal in flight cannot bring it back. True if
- * it was held.
+ * Forgets a held lease (its outcome recorded, given back, revoked, lost, no
+ * longer named): it no longer takes a slot, and a renewal in flight cannot
+ * bring it back. True if it was held. The only way a lease leaves `held`.
  */
 export function forgetLease(session: AgentSession, key: string): boolean {
   session.reported.delete(key);

@@ -470,7 +470,7 @@ export function createDispatcher(deps: {
       }
       else {
         lost++;
-        session.held.delete(key);
+        forgetLease(session, key);
       }
     }
     if (listing.complete) {
@@ -480,7 +480,7 @@ export function createDispatcher(deps: {
         if (!named.has(key) && held.seenAtMs < sentAtMs - 2 * listing.intervalMs) {
           // A heartbeat that may have crossed the assignment says nothing of it yet.
           if (!held.named && !builtAfterAssignment(held, listing.heartbeat)) continue;
-          session.held.delete(key);
+          forgetLease(session, key);
           if (!held.named) neverNamed++;
         }
       }

@@ -312,12 +312,12 @@ async function applyEndings(
   );
   // The ended runs, whole (decision 0027): the values the locked rows carried before the UPDATE above.
   await client.query(
-    `INSERT INTO ended_runs (id, job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, finished_at, outcome, error, aborted_by, reason)
-     OVERRIDING SYSTEM VALUE
-     SELECT u.id, u.job_id, u.attempt, u.generation, u.scheduled_for, u.worker_id, u.started_at, $11, u.outcome, u.error, u.aborted_by, u.reason
-     FROM unnest($1::bigint[], $2::uuid[], $3::int[], $4::bigint[], $5::timestamptz[], $6::text[], $7::timestamptz[],
-                 $8::kairos_run_outcome[], $9::text[], $10::text[], $12::text[])
-       AS u(id, job_id, attempt, generation, scheduled_for, worker_id, started_at, outcome, error, aborted_by, reason)`,
+    `WITH u AS (
+       SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::int[], $4::bigint[], $5::timestamptz[], $6::text[], $7::timestamptz[],
+                            $8::kairos_run_outcome[], $9::text[], $10::text[], $12::text[])
+         AS t(run_id, id, attempt, lease_generation, occurrence_at, lease_owner, run_started_at, outcome, error, aborted_by, next_reason)
+     )
+     ${insertEndedRuns('u', { finishedAt: '$11', outcome: 'u.outcome', error: 'u.error', abortedBy: 'u.aborted_by' })}`,
     [
       endings.map((e) => e.job.runId),
       ids,

@@ -62,15 +62,21 @@ export function heldJobs(firstParam: number): string {
 export const RUN_COLUMNS = 'j.id, j.run_id, j.attempt, j.lease_generation, j.occurrence_at, j.lease_owner, j.run_started_at, j.next_reason';
 
 /**
- * The INSERT that records ended runs from a CTE (`source`) that selected
- * RUN_COLUMNS; `ended` is the SQL of the finished_at, outcome, error and
- * started_at values, in that order, over the CTE's columns.
+ * The one INSERT that records ended runs, from a CTE (`source`) with the
+ * columns of RUN_COLUMNS; `ended` is the SQL of the run's finished_at,
+ * outcome, error, aborted_by (default NULL) and started_at (default the
+ * source's run_started_at), over the CTE's columns.
  */
-export function insertEndedRuns(source: string, ended: { finishedAt: string; outcome: string; error: string; startedAt?: string }, join = ''): string {
-  return `INSERT INTO ended_runs (id, job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, finished_at, outcome, error, reason)
+export function insertEndedRuns(
+  source: string,
+  ended: { finishedAt: string; outcome: string; error: string; abortedBy?: string; startedAt?: string },
+  join = '',
+): string {
+  return `INSERT INTO ended_runs (id, job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, finished_at, outcome, error, aborted_by, reason)
   OVERRIDING SYSTEM VALUE
   SELECT ${source}.run_id, ${source}.id, ${source}.attempt, ${source}.lease_generation, ${source}.occurrence_at, ${source}.lease_owner,
-    ${ended.startedAt ?? `${source}.run_started_at`}, ${ended.finishedAt}, ${ended.outcome}, ${ended.error}, ${source}.next_reason
+    ${ended.startedAt ?? `${source}.run_started_at`}, ${ended.finishedAt}, ${ended.outcome}, ${ended.error}, ${ended.abortedBy ?? 'NULL'},
+    ${source}.next_reason
   FROM ${source} ${join}`;
 }
 
