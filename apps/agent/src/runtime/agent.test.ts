@@ -2,8 +2,9 @@
  * The main-thread half of the agent against a scripted session channel:
  * what it starts, releases, aborts and reports, message by message.
  */
+import { performance } from 'node:perf_hooks';
 import { pino } from 'pino';
-import { startAgentWith, type RunningAgent } from './agent';
+import { startAgentWith, type AgentInternals, type RunningAgent } from './agent';
 import type { AgentOptions } from '../config';
 import type { SessionConfig } from '../session/session';
 import type { SessionChannel, SessionListeners } from '../session/session-thread';
@@ -56,7 +57,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function setup(options: Partial<AgentOptions> = {}) {
+async function setup(options: Partial<AgentOptions> = {}, internals: Pick<AgentInternals, 'startGraceMs'> = {}) {
   const channel = new ScriptedChannel();
   const controlled = new ControlledTask();
   const agent: RunningAgent = await startAgentWith(
@@ -73,6 +74,7 @@ async function setup(options: Partial<AgentOptions> = {}) {
       ...options,
     },
     {
+      ...internals,
       connect: (config, listeners) => {
         channel.config = config;
         channel.listeners = listeners;
@@ -101,12 +103,82 @@ describe('agent runtime (main thread)', () => {
     const { channel, controlled, log } = await setup();
     channel.offer('a');
     channel.offer('b');
-    channel.offer('c'); // one more than the capacity of 2: the session should never do this
-    expect(channel.types()).toEqual(['started:a', 'started:b', 'release:c']);
     controlled.finish('a');
     controlled.finish('b', new Error('bad'));
     await log.finished('b');
-    expect(channel.types().slice(3).sort()).toEqual(['outcome:a:succeeded', 'outcome:b:failed']);
+    expect(channel.types()).toEqual(['started:a', 'started:b', 'outcome:a:succeeded', 'outcome:b:failed']);
+  });
+
+  describe('offers beyond the free slots (the handler queue)', () => {
+    it('queues a slot-full beyond its capacity and starts each, in arrival order, in the turn a run ends', async () => {
+      const { channel, controlled, log } = await setup();
+      for (const id of ['a', 'b', 'c', 'd', 'e']) channel.offer(id);
+      // Capacity 2 plus a queue of 2: the fifth is one more than the session should ever offer.
+      expect(channel.types()).toEqual(['started:a', 'started:b', 'release:e']);
+      expect(log.find('assigned', (i) => i.jobId === 'd')).toBeDefined();
+      controlled.finish('b');
+      await log.finished('b');
+      // The outcome and the next start leave together: no message to the session stands between them.
+      expect(channel.types().slice(3)).toEqual(['outcome:b:succeeded', 'started:c']);
+      controlled.finish('a', new Error('bad'));
+      await log.finished('a');
+      expect(channel.types().slice(5)).toEqual(['outcome:a:failed', 'started:d']);
+      controlled.finish('c');
+      controlled.finish('d');
+      await log.finished('d');
+      expect(channel.types().slice(7)).toEqual(['outcome:c:succeeded', 'outcome:d:succeeded']);
+    });
+
+    it('gives back a queued offer once no slot has freed for the grace, never starting it', async () => {
+      const { channel, controlled, log } = await setup({}, { startGraceMs: 100 });
+      const offeredAt = performance.now();
+      for (const id of ['a', 'b', 'stuck']) channel.offer(id);
+      await waitFor('the release', () => channel.posted.some((m) => m.type === 'release'));
+      expect(performance.now() - offeredAt).toBeGreaterThanOrEqual(99);
+      const release = channel.posted.find((m) => m.type === 'release');
+      expect(release).toMatchObject({ lease: { jobId: 'stuck', generation: 1n }, reason: 'no free slot: the start queue did not move for 100 ms' });
+      controlled.finish('a');
+      await log.finished('a');
+      expect(log.find('started', (i) => i.jobId === 'stuck')).toBeUndefined();
+      expect(channel.types()).toEqual(['started:a', 'started:b', 'release:stuck', 'outcome:a:succeeded']);
+    });
+
+    it('a slot freeing within the grace keeps the queue: its offer starts', async () => {
+      const { channel, controlled, log } = await setup({}, { startGraceMs: 300 });
+      for (const id of ['a', 'b', 'c', 'd']) channel.offer(id);
+      controlled.finish('a');
+      await log.finished('a');
+      await waitFor('c to start', () => log.find('started', (i) => i.jobId === 'c'));
+      // d arrived with c; a slot freed since: its deadline moved with it. It starts when b ends.
+      controlled.finish('b');
+      await log.finished('b');
+      expect(channel.types().filter((t) => t.startsWith('release'))).toEqual([]);
+      expect(log.find('started', (i) => i.jobId === 'd')).toBeDefined();
+    });
+
+    it('drops a queued offer whose lease is lost, and ends one an operator aborts as cancelled, both unstarted', async () => {
+      const { channel, log } = await setup();
+      for (const id of ['a', 'b', 'lost', 'aborted']) channel.offer(id);
+      channel.listeners?.onMessage({ type: 'lost', lease: { jobId: 'lost', generation: 1n }, reason: 'cancelled', source: 'revoke' });
+      channel.listeners?.onMessage({ type: 'abort', lease: { jobId: 'aborted', generation: 1n }, source: 'revoke' });
+      expect(log.find('lease-lost', (i) => i.jobId === 'lost')).toBeDefined();
+      expect(channel.types()).toEqual(['started:a', 'started:b', 'outcome:aborted:cancelled']);
+      const outcome = channel.posted.find((m) => m.type === 'outcome');
+      expect(outcome).toMatchObject({ error: 'aborted by an operator before it started' });
+      expect(log.find('started', (i) => i.jobId === 'lost' || i.jobId === 'aborted')).toBeUndefined();
+    });
+
+    it('a drain gives the queued offers back before it tells the session', async () => {
+      const { agent, channel, controlled } = await setup();
+      for (const id of ['a', 'b', 'c']) channel.offer(id);
+      const drained = agent.drain();
+      expect(channel.types()).toEqual(['started:a', 'started:b', 'release:c', 'drain']);
+      expect(channel.posted[2]).toMatchObject({ reason: 'agent is draining' });
+      controlled.finish('a');
+      controlled.finish('b');
+      await drained;
+      expect(channel.types().slice(4)).toEqual(['outcome:a:succeeded', 'outcome:b:succeeded', 'work-done']);
+    });
   });
 
   it('aborts a run whose lease is lost and reports nothing for it', async () => {

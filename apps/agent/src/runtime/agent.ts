@@ -8,6 +8,9 @@
  *     this side only obeys (`offer` -> start, `lost` -> abort).
  *   - This side decides whether an offered lease is started or released
  *     (only it knows whether the handler was called), and how a run ended.
+ *     An offer that finds every slot busy waits in a short queue here
+ *     (handler-queue.ts) and starts when a run ends, in that turn; one that
+ *     waits too long is released unstarted.
  *
  * Lifecycle (tagged union `Lifecycle`)
  *   running ──drain()──> draining ──session drained──> stopped
@@ -16,15 +19,17 @@
  *   Session thread failure from any state -> stopped (all handlers aborted).
  */
 import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import { pino, type Logger } from 'pino';
 import { tracingFromEnv, type JobSpan, type Tracing } from '@kairos/tracing';
 import { AGENT_VERSION, ConfigError, checkAgentOptions, defaultPreDispatchQueue, registeredHandlers, type AgentOptions } from '../config';
 import type { DefinedTask } from '../sdk';
 import { createAgentEvents, type AgentEvents, type RunInfo } from './events';
 import { Executor, type RunResult } from './executor';
+import { HandlerQueue, handlerQueueLimit } from './handler-queue';
 import type { SessionConfig } from '../session/session';
 import { startSessionInline, startSessionWorker, type SessionChannel, type SessionListeners } from '../session/session-thread';
-import { leaseId, type LeaseKey, type LeaseOffer, type SessionEvent, type ToExecutor } from './thread-messages';
+import { leaseId, START_GRACE_MS, START_WAIT_MAX_MS, type LeaseKey, type LeaseOffer, type SessionEvent, type ToExecutor } from './thread-messages';
 
 export interface RunningAgent {
   readonly agentId: string;
@@ -87,7 +92,7 @@ export async function startAgentWith(options: AgentOptions, internals: AgentInte
   };
   const tracing = checked.tracing ?? tracingFromEnv('kairos-agent', AGENT_VERSION);
   if (tracing.enabled) logger.info('tracing on: run spans go to the exporter the OTEL_ environment names');
-  const runtime = new AgentRuntime(checked, logger, flushTimeoutMs, tracing);
+  const runtime = new AgentRuntime(checked, logger, flushTimeoutMs, tracing, internals.startGraceMs ?? START_GRACE_MS);
   const channel =
     internals.connect !== undefined
       ? internals.connect(config, runtime)
@@ -121,14 +126,19 @@ class AgentRuntime implements RunningAgent, SessionListeners {
 
   /** Run spans by lease id, from the offer to the decided result (tracing on only). */
   private readonly runSpans = new Map<string, JobSpan>();
+  /** Offers waiting for a slot of this thread (handler-queue.ts), and the timer that gives back those that wait too long. */
+  private readonly queue: HandlerQueue;
+  private queueTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly options: AgentOptions,
     private readonly logger: Logger,
     private readonly flushTimeoutMs: number,
     private readonly tracing: Tracing,
+    private readonly startGraceMs: number,
   ) {
     this.agentId = options.agentId;
+    this.queue = new HandlerQueue(handlerQueueLimit(options.capacity), startGraceMs, Math.max(START_WAIT_MAX_MS, startGraceMs));
     this.executor = new Executor({
       handlers: registeredHandlers(options),
       logger,
@@ -138,7 +148,10 @@ class AgentRuntime implements RunningAgent, SessionListeners {
           // Per-run events cost an object each even with no listener: built only when someone listens.
           if (this.events.listenerCount('started') > 0) this.events.emit('started', runInfo(offer));
         },
-        onDecided: (offer, result, durationMs) => this.onDecided(offer, result, durationMs),
+        onDecided: (offer, result, durationMs) => {
+          this.onDecided(offer, result, durationMs);
+          this.slotFreed();
+        },
       },
     });
   }
@@ -154,14 +167,22 @@ class AgentRuntime implements RunningAgent, SessionListeners {
       case 'offer':
         this.onOffer(message.lease);
         return;
-      case 'abort':
-        this.executor.stop(leaseId(message.lease), this.options.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS);
+      case 'abort': {
+        const id = leaseId(message.lease);
         this.events.emit('abort-requested', { ...message.lease, source: message.source });
+        if (this.executor.stop(id, this.options.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS)) return;
+        // Still waiting for a slot here: it never starts, and the run ends cancelled at once.
+        const queued = this.queue.remove(id);
+        if (queued !== undefined) this.onDecided(queued, { kind: 'cancelled', error: 'aborted by an operator before it started' }, 0);
         return;
-      case 'lost':
-        this.executor.abort(leaseId(message.lease), { kind: 'lease-lost', reason: message.reason });
+      }
+      case 'lost': {
+        const id = leaseId(message.lease);
+        // A queued offer is dropped unstarted; like a run aborted for a lost lease, nothing is reported.
+        if (!this.executor.abort(id, { kind: 'lease-lost', reason: message.reason })) this.queue.remove(id);
         this.events.emit('lease-lost', { ...message.lease, reason: message.reason, source: message.source });
         return;
+      }
       case 'event':
         this.emitSessionEvent(message.event);
         return;
@@ -182,6 +203,7 @@ class AgentRuntime implements RunningAgent, SessionListeners {
     this.logger.error({ err: error }, 'session thread failed: aborting every run, since no lease can be renewed');
     this.reporting = false;
     this.lifecycle = { kind: 'stopped' };
+    this.dropQueue();
     this.executor.abortAll({ kind: 'lease-lost', reason: 'session-failed' });
     this.drainedWaiter?.(-1);
     this.closedWaiter?.();
@@ -194,12 +216,54 @@ class AgentRuntime implements RunningAgent, SessionListeners {
       this.post({ type: 'release', lease: keyOf(offer), reason: 'agent is draining' });
       return;
     }
-    if (this.executor.running >= this.options.capacity) {
-      // The session keeps held leases within capacity, so this is a second line of defence.
-      this.post({ type: 'release', lease: keyOf(offer), reason: 'no free slot' });
+    if (this.executor.running < this.options.capacity && this.queue.size === 0) {
+      this.run(offer);
       return;
     }
+    if (this.queue.add(leaseId(offer), offer, performance.now())) {
+      this.armQueueTimer();
+      return;
+    }
+    // The session keeps its offers within capacity and this queue, so this is a second line of defence.
+    this.post({ type: 'release', lease: keyOf(offer), reason: 'no free slot' });
+  }
+
+  private run(offer: LeaseOffer): void {
     this.executor.start(this.tracing.enabled ? this.withRunSpan(offer) : offer);
+  }
+
+  /** A run's result was decided: its slot starts the next queued offer, in this turn. */
+  private slotFreed(): void {
+    if (this.queue.size === 0) return;
+    this.queue.slotFreed(performance.now());
+    while (this.lifecycle.kind === 'running' && this.executor.running < this.options.capacity) {
+      const next = this.queue.shift();
+      if (next === undefined) return;
+      this.run(next);
+    }
+  }
+
+  /** One timer, for the first queued offer's deadline; on firing it gives back the overdue ones and re-arms. */
+  private armQueueTimer(): void {
+    if (this.queueTimer !== undefined) return;
+    const deadline = this.queue.nextDeadline();
+    if (deadline === undefined) return;
+    this.queueTimer = setTimeout(
+      () => {
+        this.queueTimer = undefined;
+        const reason = `no free slot: the start queue did not move for ${this.startGraceMs} ms`;
+        for (const offer of this.queue.overdue(performance.now())) this.post({ type: 'release', lease: keyOf(offer), reason });
+        this.armQueueTimer();
+      },
+      Math.max(0, Math.ceil(deadline - performance.now())),
+    );
+  }
+
+  /** Every queued offer is dropped unstarted (closing, failed): nothing is reported for them. */
+  private dropQueue(): void {
+    this.queue.clear();
+    if (this.queueTimer !== undefined) clearTimeout(this.queueTimer);
+    this.queueTimer = undefined;
   }
 
   /** The offer under a run span of its own (child of the claim): the handler and the outcome carry the span's context. */
@@ -286,6 +350,10 @@ class AgentRuntime implements RunningAgent, SessionListeners {
     const drained = new Promise<number>((resolve) => {
       this.drainedWaiter = resolve;
     });
+    // What waits here for a slot is given back before the session hears of the drain, as it would have been
+    // had it still been in the session's queue.
+    for (const offer of this.queue.clear()) this.post({ type: 'release', lease: keyOf(offer), reason: 'agent is draining' });
+    this.dropQueue();
     this.post({ type: 'drain' });
     const idle = await within(this.executor.whenIdle(), graceMs);
     if (!idle.done && this.lifecycle.kind === 'draining') {
@@ -321,6 +389,7 @@ class AgentRuntime implements RunningAgent, SessionListeners {
 
   private async runClose(): Promise<void> {
     this.reporting = false;
+    this.dropQueue();
     this.executor.abortAll({ kind: 'closed' });
     const closed = new Promise<void>((resolve) => {
       this.closedWaiter = resolve;

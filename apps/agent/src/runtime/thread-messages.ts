@@ -14,6 +14,19 @@
  * origin.
  */
 
+/**
+ * A pre-dispatched lease whose start has come waits for a free slot of the
+ * handler thread (the start queue: the session thread's, then the handler
+ * thread's own short one) while slots keep freeing: it is given back, so that
+ * another agent runs it instead of this busy one, once no slot has freed for
+ * START_GRACE_MS since its start (on the handler thread: since it arrived
+ * there), and in any case START_WAIT_MAX_MS after it. A spike of short jobs
+ * drains through the queue; a queue behind long runs is handed back within
+ * half a second.
+ */
+export const START_GRACE_MS = 500;
+export const START_WAIT_MAX_MS = 5_000;
+
 /** One lease: a job and the generation it was claimed at (the fencing token). */
 export interface LeaseKey {
   readonly jobId: string;

@@ -180,11 +180,11 @@ describe('LeaseKeeper: pre-dispatched (waiting) leases', () => {
     expect(keeper.fenceExpired(20_000, done)).toEqual([]);
     expect(keeper.applyRenewal(A, { kind: 'held', remainingMs: 10_000 }, 1_500)).toMatchObject({ kind: 'renewed' });
     expect(keeper.get(A)?.phase.kind).toBe('waiting');
-    expect(keeper.startDue(1_999, 4)).toEqual({ offers: [], queued: 0 });
-    expect(keeper.startDue(2_000, 4)).toEqual({ offers: [offer(B)], queued: 0 });
+    expect(keeper.startDue(1_999, 4)).toEqual({ offers: [], blocked: false });
+    expect(keeper.startDue(2_000, 4)).toEqual({ offers: [offer(B)], blocked: false });
     expect(keeper.get(B)?.phase.kind).toBe('offered');
     expect(keeper.nextStart(2_000, grace)).toBe(3_000);
-    expect(keeper.startDue(3_000, 4)).toEqual({ offers: [offer(A)], queued: 0 });
+    expect(keeper.startDue(3_000, 4)).toEqual({ offers: [offer(A)], blocked: false });
     expect(keeper.nextStart(3_000, grace)).toBeUndefined();
   });
 
@@ -213,7 +213,7 @@ describe('LeaseKeeper: pre-dispatched (waiting) leases', () => {
     keeper.holdWaiting(A, 'sleep', 10_000, 1_000, offer(A), 5_000);
     expect(keeper.markAborting(A)).toBeDefined();
     expect(keeper.finishUnstarted(A, { result: 'cancelled', error: 'aborted', finishedAtMs: 0 })).toBe(true);
-    expect(keeper.startDue(10_000, 4)).toEqual({ offers: [], queued: 0 });
+    expect(keeper.startDue(10_000, 4)).toEqual({ offers: [], blocked: false });
   });
 
   it('a confirmed lease with its start ahead waits for it', () => {
@@ -223,7 +223,7 @@ describe('LeaseKeeper: pre-dispatched (waiting) leases', () => {
     expect(verdict).toMatchObject({ kind: 'confirmed', startAtDbMs: 1_893_456_000_000 });
     keeper.wait(A, offer(A), 4_000);
     expect(keeper.get(A)?.phase.kind).toBe('waiting');
-    expect(keeper.startDue(4_000, 4)).toEqual({ offers: [offer(A)], queued: 0 });
+    expect(keeper.startDue(4_000, 4)).toEqual({ offers: [offer(A)], blocked: false });
   });
 
   it('the start queue: due leases beyond the free slots wait for one, earliest start first, and are given back after the grace', () => {
@@ -234,16 +234,16 @@ describe('LeaseKeeper: pre-dispatched (waiting) leases', () => {
     keeper.holdWaiting(C, 'sleep', 10_000, 1_000, offer(C), 2_000);
     expect(keeper.handlerSlotsInUse()).toBe(1);
     // One free slot at 2,010: the earlier start goes first, the other queues.
-    expect(keeper.startDue(2_010, 2 - keeper.handlerSlotsInUse())).toEqual({ offers: [offer(C)], queued: 1 });
+    expect(keeper.startDue(2_010, 2 - keeper.handlerSlotsInUse())).toEqual({ offers: [offer(C)], blocked: true });
     expect(keeper.handlerSlotsInUse()).toBe(2);
-    expect(keeper.startDue(2_100, 0)).toEqual({ offers: [], queued: 1 });
+    expect(keeper.startDue(2_100, 0)).toEqual({ offers: [], blocked: true });
     // The timer's next instant is the end of its grace.
     expect(keeper.nextStart(2_100, grace)).toBe(2_510);
     expect(keeper.overdue(2_509, grace)).toEqual([]);
     // A slot frees (an outcome): it starts.
     keeper.markStarted(B, 2_200);
     expect(keeper.markFinished(B, done)).toBe(true);
-    expect(keeper.startDue(2_300, 2 - keeper.handlerSlotsInUse())).toEqual({ offers: [offer(A)], queued: 0 });
+    expect(keeper.startDue(2_300, 2 - keeper.handlerSlotsInUse())).toEqual({ offers: [offer(A)], blocked: false });
     // C and A are offered and not yet started (the session holds outcomes until they have: anyOffered).
     expect(keeper.anyOffered()).toBe(true);
     keeper.markStarted(C, 2_301);
@@ -255,11 +255,44 @@ describe('LeaseKeeper: pre-dispatched (waiting) leases', () => {
   it('a queued lease whose release instant comes without a slot is forgotten, to be given back', () => {
     const keeper = new LeaseKeeper(200);
     keeper.holdWaiting(A, 'sleep', 10_000, 1_000, offer(A), 2_000);
-    expect(keeper.startDue(2_000, 0)).toEqual({ offers: [], queued: 1 });
+    expect(keeper.startDue(2_000, 0)).toEqual({ offers: [], blocked: true });
     // The session's rule moves the instant while slots keep freeing; here it is fixed.
     expect(keeper.nextStart(2_100, (startAt) => startAt + 900)).toBe(2_900);
     expect(keeper.overdue(2_500, grace).map((lease) => lease.id)).toEqual(['a@1']);
     expect(keeper.get(A)).toBeUndefined();
     expect(keeper.nextStart(2_500, grace)).toBeUndefined();
+  });
+
+  it('a spike: equal starts leave in arrival order, slot-full by slot-full, skipping those withdrawn or lost meanwhile', () => {
+    const keeper = new LeaseKeeper(200);
+    const keys = Array.from({ length: 1_000 }, (_, i) => ({ jobId: `s${String(i).padStart(4, '0')}`, generation: 1n }));
+    for (const key of keys) keeper.holdWaiting(key, 'sleep', 10_000, 1_000, offer(key), 2_000);
+    // One earlier start, held last: it leads.
+    const early = { jobId: 'early', generation: 1n };
+    keeper.holdWaiting(early, 'sleep', 10_000, 1_000, offer(early), 1_999);
+    expect(keeper.withdraw(keys[1]!)).toBeDefined();
+    expect(keeper.applyRenewal(keys[2]!, { kind: 'lost', reason: 'cancelled' }, 1_500)).toMatchObject({ kind: 'lost' });
+    const first = keeper.startDue(2_000, 256);
+    expect(first.blocked).toBe(true);
+    expect(first.offers.map((o) => o.jobId).slice(0, 4)).toEqual(['early', 's0000', 's0003', 's0004']);
+    const rest: string[] = [];
+    for (let round = 0; round < 4; round++) rest.push(...keeper.startDue(2_000, 256).offers.map((o) => o.jobId));
+    expect([...first.offers.map((o) => o.jobId), ...rest]).toEqual(['early', ...keys.map((k) => k.jobId).filter((id) => id !== 's0001' && id !== 's0002')]);
+    expect(keeper.anyStarted(2_000)).toBe(false);
+    expect(keeper.nextStart(2_000, grace)).toBeUndefined();
+  });
+
+  it('stale start entries do not pile up: withdrawn waiting leases are dropped from the queue as it grows', () => {
+    const keeper = new LeaseKeeper(200);
+    for (let i = 0; i < 10_000; i++) {
+      const key = { jobId: `w${i}`, generation: 1n };
+      keeper.holdWaiting(key, 'sleep', 10_000, 1_000, offer(key), 100_000 + i);
+      keeper.withdraw(key);
+    }
+    keeper.holdWaiting(A, 'sleep', 10_000, 1_000, offer(A), 200_000);
+    expect(keeper.size).toBe(1);
+    expect(keeper.startEntries).toBeLessThanOrEqual(2 * 1 + 64 + 1);
+    expect(keeper.nextStart(0, grace)).toBe(200_000);
+    expect(keeper.startDue(200_000, 4)).toEqual({ offers: [offer(A)], blocked: false });
   });
 });

@@ -78,6 +78,7 @@
  */
 import type { LeaseKey, LeaseLossReason, LeaseOffer, ReportableResult } from '../runtime/thread-messages';
 import { leaseId } from '../runtime/thread-messages';
+import { MinHeap } from './min-heap';
 
 /**
  * The default safety margin: 10% of the lease, at least 200 ms. Windows are
@@ -128,9 +129,22 @@ export interface HeldLease {
   aborting: boolean;
 }
 
-/** The start instant of a waiting lease (callers pass waiting leases only). */
-function startOf(lease: HeldLease): number {
-  return lease.phase.kind === 'waiting' ? lease.phase.startAt : Number.POSITIVE_INFINITY;
+type WaitingPhase = Extract<LeasePhase, { kind: 'waiting' }>;
+
+/**
+ * A lease's entry in the start heap: current while the lease is held and still
+ * in this very waiting phase (entries are never taken out early: a lease that
+ * stops waiting leaves a stale entry, skipped when it reaches the top).
+ */
+interface StartEntry {
+  readonly lease: HeldLease;
+  readonly phase: WaitingPhase;
+  /** Arrival order: equal starts leave in the order they came. */
+  readonly seq: number;
+}
+
+function startsBefore(a: StartEntry, b: StartEntry): boolean {
+  return a.phase.startAt < b.phase.startAt || (a.phase.startAt === b.phase.startAt && a.seq < b.seq);
 }
 
 /** A lease status from a RenewReply, reduced to what the keeper needs. */
@@ -156,6 +170,9 @@ export class LeaseKeeper {
   private readonly leases = new Map<string, HeldLease>();
   /** Held leases in the finished phase (kept by `finish` and `remove`). */
   private finishedCount = 0;
+  /** Waiting leases by start instant, earliest first (with stale entries; see StartEntry). */
+  private readonly starts = new MinHeap<StartEntry>(startsBefore);
+  private startSeq = 0;
   private marginMs: number;
 
   constructor(marginMs: number) {
@@ -212,33 +229,66 @@ export class LeaseKeeper {
 
   /** Holds a pre-dispatched assignment until `startAt` (monotonic), trusted like `hold`. */
   holdWaiting(key: LeaseKey, task: string, remainingMs: number, anchor: number, offer: LeaseOffer, startAt: number): HeldLease {
-    return this.add(key, task, { kind: 'waiting', offer, startAt }, anchor + remainingMs - this.marginMs, anchor);
+    const phase: WaitingPhase = { kind: 'waiting', offer, startAt };
+    const lease = this.add(key, task, phase, anchor + remainingMs - this.marginMs, anchor);
+    this.pushStart(lease, phase);
+    return lease;
   }
 
   /** A confirmed lease whose start is still ahead: offered -> waiting. */
   wait(key: LeaseKey, offer: LeaseOffer, startAt: number): void {
     const lease = this.get(key);
-    if (lease !== undefined && lease.phase.kind === 'offered') lease.phase = { kind: 'waiting', offer, startAt };
+    if (lease === undefined || lease.phase.kind !== 'offered') return;
+    const phase: WaitingPhase = { kind: 'waiting', offer, startAt };
+    lease.phase = phase;
+    this.pushStart(lease, phase);
+  }
+
+  /** Entries of the start heap, stale ones included (bounded by about twice the held leases; a diagnostic for tests). */
+  get startEntries(): number {
+    return this.starts.size;
+  }
+
+  private pushStart(lease: HeldLease, phase: WaitingPhase): void {
+    // Stale entries are dropped when they outnumber the leases (withdrawals and losses of waiting leases).
+    if (this.starts.size > 2 * this.leases.size + 64) this.starts.retain((entry) => this.isCurrent(entry));
+    this.starts.push({ lease, phase, seq: this.startSeq++ });
+  }
+
+  private isCurrent(entry: StartEntry): boolean {
+    return entry.lease.phase === entry.phase && this.leases.get(entry.lease.key.jobId) === entry.lease;
+  }
+
+  /** The current entry with the earliest start (stale ones above it are dropped), or undefined. */
+  private firstStart(): StartEntry | undefined {
+    for (;;) {
+      const top = this.starts.peek();
+      if (top === undefined || this.isCurrent(top)) return top;
+      this.starts.pop();
+    }
   }
 
   /**
    * Waiting leases whose start has come (`startAt <= now`), earliest start
    * first, at most `slots` of them: now offered; returns their offers, and
-   * how many of them stay waiting for a free slot (`queued`: the start queue).
+   * whether a lease whose start has come still waits for a free slot
+   * (`blocked`: the start queue).
    */
-  startDue(now: number, slots: number): { offers: LeaseOffer[]; queued: number } {
-    const due: HeldLease[] = [];
-    for (const lease of this.leases.values()) {
-      if (lease.phase.kind === 'waiting' && lease.phase.startAt <= now) due.push(lease);
-    }
-    const take = Math.max(0, Math.min(slots, due.length));
-    if (take < due.length) due.sort((a, b) => startOf(a) - startOf(b));
+  startDue(now: number, slots: number): { offers: LeaseOffer[]; blocked: boolean } {
     const offers: LeaseOffer[] = [];
-    for (const lease of due.slice(0, take)) {
-      offers.push((lease.phase as Extract<LeasePhase, { kind: 'waiting' }>).offer);
-      lease.phase = { kind: 'offered' };
+    for (let first = this.firstStart(); first !== undefined && first.phase.startAt <= now; first = this.firstStart()) {
+      if (offers.length >= slots) return { offers, blocked: true };
+      this.starts.pop();
+      offers.push(first.phase.offer);
+      first.lease.phase = { kind: 'offered' };
     }
-    return { offers, queued: due.length - take };
+    return { offers, blocked: false };
+  }
+
+  /** Whether a waiting lease's start has come (`startAt <= now`): after `startDue`, one that found no slot. */
+  anyStarted(now: number): boolean {
+    const first = this.firstStart();
+    return first !== undefined && first.phase.startAt <= now;
   }
 
   /** Whether the handler thread has a lease it has not reported started. */
@@ -260,11 +310,13 @@ export class LeaseKeeper {
    * another agent runs them.
    */
   overdue(now: number, releaseAt: (startAt: number) => number): HeldLease[] {
+    // releaseAt grows with the start, so the late ones are the first in start order.
     const late: HeldLease[] = [];
-    for (const lease of this.leases.values()) {
-      if (lease.phase.kind === 'waiting' && lease.phase.startAt <= now && releaseAt(lease.phase.startAt) <= now) late.push(lease);
+    for (let first = this.firstStart(); first !== undefined && first.phase.startAt <= now && releaseAt(first.phase.startAt) <= now; first = this.firstStart()) {
+      this.starts.pop();
+      this.remove(first.lease);
+      late.push(first.lease);
     }
-    for (const lease of late) this.remove(lease);
     return late;
   }
 
@@ -274,13 +326,11 @@ export class LeaseKeeper {
    * without a free slot, when it would be given back (`releaseAt`).
    */
   nextStart(now: number, releaseAt: (startAt: number) => number): number | undefined {
-    let earliest: number | undefined;
-    for (const lease of this.leases.values()) {
-      if (lease.phase.kind !== 'waiting') continue;
-      const at = lease.phase.startAt > now ? lease.phase.startAt : releaseAt(lease.phase.startAt);
-      if (earliest === undefined || at < earliest) earliest = at;
-    }
-    return earliest;
+    // The earliest start decides: if it has come, the later ones can only start after it (a slot frees,
+    // and the session tries them then), or once it has been given back.
+    const first = this.firstStart();
+    if (first === undefined) return undefined;
+    return first.phase.startAt > now ? first.phase.startAt : releaseAt(first.phase.startAt);
   }
 
   /**

@@ -52,7 +52,10 @@
  *     one being dialled) are read; anything but Welcome before Welcome is a
  *     protocol error that drops the stream.
  *   - Held leases that are not finished never exceed `capacity` (finished
- *     ones only wait for their ack; their slots are free): extra assignments,
+ *     ones only wait for their ack; their slots are free), pre-dispatched
+ *     ones aside (`capacity + preDispatchQueue`); offered and unfinished
+ *     never exceed `capacity + handlerQueueLimit(capacity)` (the handler
+ *     thread queues the extra ones, handler-queue.ts): extra assignments,
  *     assignments of unknown tasks are released unstarted. Assignments whose anchor leaves too
  *     little to trust are held back (`confirming`), listed in a heartbeat sent
  *     at once, and offered only when its renewal answers; released if none
@@ -76,8 +79,11 @@ import { backoffDelayMs, RECONNECT_BACKOFF } from './backoff';
 import { StreamLink, type AgentClient } from './stream-link';
 import { defaultTrustMarginMs, LeaseKeeper, type HeldLease } from './lease-keeper';
 import { DbOffset } from './db-offset';
+import { handlerQueueLimit } from '../runtime/handler-queue';
 import {
   leaseId,
+  START_GRACE_MS,
+  START_WAIT_MAX_MS,
   type LeaseKey,
   type LeaseLossReason,
   type LeaseLossSource,
@@ -188,16 +194,6 @@ type WorkMode =
 const OUTCOMES_PER_MESSAGE = 256;
 /** How long a half-closed stream may take to finish before it is cancelled. */
 const CLOSE_WAIT_MS = 1_000;
-/**
- * A pre-dispatched lease whose start has come waits for a free slot of the
- * handler thread (the start queue) while slots keep freeing: it is given back,
- * so that another agent runs it instead of this busy one, once no slot has
- * freed for START_GRACE_MS since its start, and in any case START_WAIT_MAX_MS
- * after its start. A spike of short jobs drains through the queue; a queue
- * behind long runs is handed back within half a second.
- */
-export const START_GRACE_MS = 500;
-export const START_WAIT_MAX_MS = 5_000;
 /** A stream not welcomed within this time is dropped and dialled again (a hung coordinator). */
 const HANDSHAKE_TIMEOUT_MS = 5_000;
 /**
@@ -252,6 +248,8 @@ export class AgentSession {
   /** Some waiting lease's start has come but found no free slot: a slot that frees starts it. */
   private startsBlocked = false;
   private startSoon = false;
+  /** A startDue that also fills the handler thread's queue is set for the next turn. */
+  private queueAheadSoon = false;
   /** Monotonic time a handler-thread slot last freed (an outcome or a release arrived). */
   private lastSlotFreedAt = Number.NEGATIVE_INFINITY;
   /** When a queued lease whose start was `startAt` is given back if no slot frees first (START_GRACE_MS). */
@@ -697,19 +695,32 @@ export class AgentSession {
    * thread has free slots, earliest first, in one turn; gives back those the
    * queue stopped moving for (START_GRACE_MS).
    */
-  private startDue(): void {
+  private startDue(queueAhead = false): void {
     const now = this.now();
-    const { offers, queued } = this.keeper.startDue(now, this.config.capacity - this.keeper.handlerSlotsInUse());
+    // The free slots' offers leave in this turn's batch. Then, if more wait, up to a slot-full beyond them
+    // in the next turn's: those wait on the handler thread and start as its slots free, with no round trip
+    // through this thread between one wave of slots and the next (handler-queue.ts), and the first wave is
+    // not held back by packing the second.
+    const ahead = queueAhead ? handlerQueueLimit(this.config.capacity) : 0;
+    const room = this.config.capacity + ahead - this.keeper.handlerSlotsInUse();
+    const { offers, blocked } = this.keeper.startDue(now, room);
     for (const offer of offers) this.host.post({ type: 'offer', lease: offer });
-    this.startsBlocked = queued > 0;
+    if (blocked && !queueAhead && !this.queueAheadSoon && handlerQueueLimit(this.config.capacity) > 0) {
+      this.queueAheadSoon = true;
+      setImmediate(() => {
+        this.queueAheadSoon = false;
+        if (this.state.kind !== 'closed') this.startDue(true);
+      });
+    }
+    this.startsBlocked = blocked;
     // The queue moved on: outcomes held while it was blocked leave once its last offers have started.
-    if (queued === 0 && this.outcomeHoldTimer !== undefined) this.releaseHeldOutcomesOnceStarted();
-    if (queued > 0) {
+    if (!blocked && this.outcomeHoldTimer !== undefined) this.releaseHeldOutcomesOnceStarted();
+    if (blocked) {
       const late = this.keeper.overdue(now, this.releaseAt);
       if (late.length > 0) {
         const reason = `no free slot: the start queue did not move for ${this.startGraceMs} ms`;
         this.giveBack(this.activeLink(), late.map((lease) => ({ key: lease.key, reason })), 'lease');
-        this.startsBlocked = queued > late.length;
+        this.startsBlocked = this.keeper.anyStarted(now);
         this.afterLeaseChange();
       }
     }
@@ -932,13 +943,21 @@ export class AgentSession {
     setImmediate(() => {
       this.outcomeFlushPending = false;
       if (this.state.kind === 'closed') return;
-      if (this.startsBlocked && this.work.kind === 'accepting') {
+      if (this.startsWaiting() && this.work.kind === 'accepting') {
         // Starts first (OUTCOME_HOLD_MAX_MS): the queue unblocking, or the hold's end, sends them.
         this.outcomeHoldTimer = setTimeout(() => this.releaseHeldOutcomes(), OUTCOME_HOLD_MAX_MS);
         return;
       }
       this.flushOutcomes(this.activeLink());
     });
+  }
+
+  /**
+   * Whether leases whose start has come wait for a slot: in this thread's start
+   * queue, or offered beyond the handler thread's slots (its own queue).
+   */
+  private startsWaiting(): boolean {
+    return this.startsBlocked || this.keeper.handlerSlotsInUse() > this.config.capacity;
   }
 
   /**
