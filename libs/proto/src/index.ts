@@ -21,4 +21,5 @@ export const STATUS_DETAILS_KEY = 'grpc-status-details-bin';
 /** ErrorInfo.domain of every Kairos error. */
 export const ERROR_DOMAIN = 'kairos.dev';
 export * from './grpc';
+export * from './complete';
 export * from './files';

@@ -7,6 +7,10 @@
  * `--inclusive` adds the heaviest functions by total time (samples in which the
  * function is anywhere on the stack, counted once per sample): where a hot
  * path's time goes, not only which leaf spends it.
+ *
+ * `--busiest MS` keeps only the MS milliseconds of the profile with the most
+ * busy (not idle) samples: a spike's drain inside a profile of a whole
+ * workload (W3 with `--only w3 --rounds 1`).
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -60,9 +64,33 @@ function inclusiveTimes(profile: Profile, byId: Map<number, ProfileNode>): Map<s
   return totals;
 }
 
-async function summarise(file: string, top: number, inclusive: boolean): Promise<string> {
-  const profile = JSON.parse(await readFile(file, 'utf8')) as Profile;
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+/** The `ms`-long stretch of `profile` with the most busy samples (two pointers over the sample times). */
+function busiestWindow(profile: Profile, byId: Map<number, ProfileNode>, ms: number): Profile {
+  const times: number[] = [];
+  let t = profile.startTime;
+  for (const delta of profile.timeDeltas) times.push((t += delta));
+  const busyAt = profile.samples.map((id, i) => (byId.get(id)?.callFrame.functionName === '(idle)' ? 0 : (profile.timeDeltas[i] ?? 0)));
+  let best = { from: 0, to: 0, busy: -1 };
+  let from = 0;
+  let busy = 0;
+  for (let to = 0; to < times.length; to++) {
+    busy += busyAt[to]!;
+    while (times[to]! - times[from]! > ms * 1000) busy -= busyAt[from++]!;
+    if (busy > best.busy) best = { from, to: to + 1, busy };
+  }
+  return {
+    ...profile,
+    startTime: times[best.from] ?? profile.startTime,
+    endTime: times[best.to - 1] ?? profile.endTime,
+    samples: profile.samples.slice(best.from, best.to),
+    timeDeltas: profile.timeDeltas.slice(best.from, best.to),
+  };
+}
+
+async function summarise(file: string, top: number, inclusive: boolean, busiestMs: number | undefined): Promise<string> {
+  const whole = JSON.parse(await readFile(file, 'utf8')) as Profile;
+  const byId = new Map(whole.nodes.map((n) => [n.id, n]));
+  const profile = busiestMs === undefined ? whole : busiestWindow(whole, byId, busiestMs);
   const selfUs = new Map<number, number>();
   profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
   const total = profile.endTime - profile.startTime;
@@ -83,7 +111,9 @@ async function summarise(file: string, top: number, inclusive: boolean): Promise
   }
   const busy = total - idle;
   const pct = (us: number) => `${((100 * us) / Math.max(1, busy)).toFixed(1).padStart(5)}%`;
-  const lines = [`${path.basename(file)}: ${(total / 1e6).toFixed(2)} s profiled, ${(busy / 1e6).toFixed(2)} s busy`];
+  const lines = [
+    `${path.basename(file)}: ${(total / 1e6).toFixed(2)} s profiled${busiestMs === undefined ? '' : ` (its busiest ${busiestMs} ms)`}, ${(busy / 1e6).toFixed(2)} s busy`,
+  ];
   lines.push('  by package (self time, % of busy):');
   for (const [pkg, us] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, 15)) lines.push(`    ${pct(us)}  ${(us / 1000).toFixed(0).padStart(6)} ms  ${pkg}`);
   lines.push(`  top ${top} functions (self time):`);
@@ -103,8 +133,11 @@ async function main(): Promise<void> {
   const top = topIndex >= 0 ? Number(args.splice(topIndex, 2)[1]) : 25;
   const inclusiveIndex = args.indexOf('--inclusive');
   if (inclusiveIndex >= 0) args.splice(inclusiveIndex, 1);
-  if (args.length === 0) throw new Error('usage: profile-summary <file.cpuprofile>... [--top N] [--inclusive]');
-  for (const file of args) process.stdout.write(`${await summarise(file, top, inclusiveIndex >= 0)}\n\n`);
+  const busiestIndex = args.indexOf('--busiest');
+  const busiestMs = busiestIndex >= 0 ? Number(args.splice(busiestIndex, 2)[1]) : undefined;
+  if (busiestMs !== undefined && !(busiestMs > 0)) throw new Error('--busiest takes a positive number of milliseconds');
+  if (args.length === 0) throw new Error('usage: profile-summary <file.cpuprofile>... [--top N] [--inclusive] [--busiest MS]');
+  for (const file of args) process.stdout.write(`${await summarise(file, top, inclusiveIndex >= 0, busiestMs)}\n\n`);
 }
 
 main().catch((error: unknown) => {

@@ -9,7 +9,7 @@ import { createStore } from '@kairos/store';
 import { Collector, type PhaseRecords } from './collector';
 import { median, percentile, round, sleep, TASK_NOOP, TASK_SLEEP, type SystemConfig, type SystemKey } from './common';
 import { createDatabase, dropDatabase, readCounters, vacuumAnalyze, waitForBackendsGone, withClient, type BenchCluster } from './cluster';
-import { cpuDelta, cpuSnapshot, rssSampler, type CpuDelta } from './procs';
+import { cpuDelta, cpuSnapshot, rssSampler, type CpuDelta, type CpuSnapshot } from './procs';
 import type { Sizes } from './sizes';
 import type { Driver, RunningSystem, StartOptions } from './systems/types';
 
@@ -56,6 +56,8 @@ export interface SpikeResult extends LagFigures {
   assignLag?: LagFigures;
   /** --trace (Kairos): assignment on the handler thread -> handler start. */
   execLag?: LagFigures;
+  /** --trace: CPU seconds per component from the due instant until the bench had every start (what the starts competed with). */
+  spikeCpu?: CpuDelta;
   /** Sorted start lags (ms), thinned to at most 500 points, for the chart. */
   lags: number[];
 }
@@ -394,7 +396,7 @@ export async function runMillion(
         result.w2 = await spike(ctx, driver, pool, url, sizes.spikeSmall, system);
         const top = await topStatements(ctx, db);
         if (top) statements.w2 = top;
-        ctx.log(`  W2 ${config.id}: min ${result.w2.minMs} p50 ${result.w2.p50Ms} p99 ${result.w2.p99Ms} max ${result.w2.maxMs} drain ${result.w2.drainMs} ms; CPU s ${JSON.stringify(result.w2.cpu)}${result.w2.claimLag ? `; claim lag p50 ${result.w2.claimLag.p50Ms} p99 ${result.w2.claimLag.p99Ms} ms` : ''}${result.w2.assignLag ? `; at agent min ${result.w2.assignLag.minMs} p50 ${result.w2.assignLag.p50Ms} p99 ${result.w2.assignLag.p99Ms}; exec p50 ${result.w2.execLag?.p50Ms} p99 ${result.w2.execLag?.p99Ms}` : ''}`);
+        ctx.log(`  W2 ${config.id}: min ${result.w2.minMs} p50 ${result.w2.p50Ms} p99 ${result.w2.p99Ms} max ${result.w2.maxMs} drain ${result.w2.drainMs} ms; CPU s ${JSON.stringify(result.w2.cpu)}${result.w2.claimLag ? `; claim lag p50 ${result.w2.claimLag.p50Ms} p99 ${result.w2.claimLag.p99Ms} ms` : ''}${result.w2.assignLag ? `; at agent min ${result.w2.assignLag.minMs} p50 ${result.w2.assignLag.p50Ms} p99 ${result.w2.assignLag.p99Ms}; exec p50 ${result.w2.execLag?.p50Ms} p99 ${result.w2.execLag?.p99Ms}` : ''}${result.w2.spikeCpu ? `; CPU s from due ${JSON.stringify(result.w2.spikeCpu)}` : ''}`);
       }
       if (want.w3) {
         await resetStatements(ctx);
@@ -402,7 +404,7 @@ export async function runMillion(
         result.w3 = await spike(ctx, driver, pool, url, sizes.spikeLarge, system);
         const top = await topStatements(ctx, db);
         if (top) statements.w3 = top;
-        ctx.log(`  W3 ${config.id}: min ${result.w3.minMs} p50 ${result.w3.p50Ms} p99 ${result.w3.p99Ms} max ${result.w3.maxMs} drain ${result.w3.drainMs} ms; CPU s ${JSON.stringify(result.w3.cpu)}${result.w3.claimLag ? `; claim lag p50 ${result.w3.claimLag.p50Ms} p99 ${result.w3.claimLag.p99Ms} ms` : ''}${result.w3.assignLag ? `; at agent min ${result.w3.assignLag.minMs} p50 ${result.w3.assignLag.p50Ms} p99 ${result.w3.assignLag.p99Ms}; exec p50 ${result.w3.execLag?.p50Ms} p99 ${result.w3.execLag?.p99Ms}` : ''}`);
+        ctx.log(`  W3 ${config.id}: min ${result.w3.minMs} p50 ${result.w3.p50Ms} p99 ${result.w3.p99Ms} max ${result.w3.maxMs} drain ${result.w3.drainMs} ms; CPU s ${JSON.stringify(result.w3.cpu)}${result.w3.claimLag ? `; claim lag p50 ${result.w3.claimLag.p50Ms} p99 ${result.w3.claimLag.p99Ms} ms` : ''}${result.w3.assignLag ? `; at agent min ${result.w3.assignLag.minMs} p50 ${result.w3.assignLag.p50Ms} p99 ${result.w3.assignLag.p99Ms}; exec p50 ${result.w3.execLag?.p50Ms} p99 ${result.w3.execLag?.p99Ms}` : ''}${result.w3.spikeCpu ? `; CPU s from due ${JSON.stringify(result.w3.spikeCpu)}` : ''}`);
       }
       if (!want.w2 && !want.w3 && !want.w5) await sleep(3_000); // W7 alone: let the system settle with a million jobs
     } finally {
@@ -486,7 +488,10 @@ export async function spike(
   const snapshot = () => cpuSnapshot(system.coordinatorPid, system.workerPids(), ctx.cluster.pid);
   const cpuBefore = await snapshot();
   if (slack < 200) ctx.log(`  warning: spike of ${count} was inserted only ${slack} ms before it was due (insert took ${insertMs} ms)`);
+  // --trace: one more reading at the due instant, and one once every start has arrived.
+  const atDue = ctx.trace ? new Promise<CpuSnapshot>((resolve) => setTimeout(() => resolve(snapshot()), Math.max(0, due - Date.now()))) : undefined;
   const complete = await collector.waitFor(phase, count, timeoutMs ?? sizes.spikeTimeoutMs);
+  const spikeCpu = atDue && complete ? cpuDelta(await atDue, await snapshot()) : undefined;
   const durable = complete ? await waitDurable(driver, pool, 60_000) : { at: null };
   const cpu = cpuDelta(cpuBefore, await snapshot());
   const claimLags = driver.claimLags && complete ? await driver.claimLags(pool, due) : undefined;
@@ -498,6 +503,7 @@ export async function spike(
   return {
     jobs: count,
     ...(split ? { assignLag: lagFigures(split.assign), execLag: lagFigures(split.exec) } : {}),
+    ...(spikeCpu ? { spikeCpu } : {}),
     ...lagFigures(lags),
     drainMs: complete ? lastEnd - due : null,
     durableDrainMs: durable.at !== null ? Math.max(durable.at, lastEnd) - due : null,

@@ -4,13 +4,15 @@
  * logic, and so the mapping tables (results, loss reasons) live in one place.
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import { timestampFromMs, timestampMs } from '@bufbuild/protobuf/wkt';
+import { timestampMs } from '@bufbuild/protobuf/wkt';
 import {
   HandlerResult,
   LeaseLostReason,
   OutcomeAckResult,
+  timestampMessage,
   type AgentMessageSchema,
   type Assignment,
+  type LeaseOutcome,
   type LeaseRef,
   type LeaseStatus,
   type Welcome,
@@ -119,13 +121,15 @@ export function handlerResultOf(result: ReportableResult): HandlerResult {
   }
 }
 
-export function leaseOutcomeOf(key: LeaseKey, outcome: PendingOutcome) {
+/** A complete LeaseOutcome message (see `leaseRefOf`, and complete.ts in @kairos/proto). */
+export function leaseOutcomeOf(key: LeaseKey, outcome: PendingOutcome): LeaseOutcome {
   return {
+    $typeName: 'kairos.v1.LeaseOutcome',
     jobId: key.jobId,
     leaseGeneration: key.generation,
     result: handlerResultOf(outcome.result),
     error: outcome.error,
-    finishedAt: timestampFromMs(outcome.finishedAtMs),
+    finishedAt: timestampMessage(outcome.finishedAtMs),
     traceparent: outcome.traceparent ?? '',
   };
 }

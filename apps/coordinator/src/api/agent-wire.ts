@@ -9,14 +9,13 @@
  * is not a uuid, a generation of 0 or beyond 2^53) is answered on its own and
  * never shares a statement with other agents' leases.
  */
-import { create } from '@bufbuild/protobuf';
-import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import {
-  AssignmentSchema,
   HandlerResult,
   LeaseLostReason,
   OutcomeAckResult,
+  timestampMessage,
   type Assignment,
+  type OutcomeAck,
   type LeaseOutcome,
   type LeaseRef as WireLeaseRef,
   type LeaseStatus,
@@ -82,9 +81,13 @@ export function toWireLease(lease: LeaseRef): Pick<WireLeaseRef, 'jobId' | 'leas
   return { jobId: lease.jobId, leaseGeneration: BigInt(lease.leaseGeneration) };
 }
 
-/** `traceparent`: the claim span's context (or the job's, passed through), empty when none. */
+/**
+ * `traceparent`: the claim span's context (or the job's, passed through), empty when none. A complete
+ * message (`$typeName` and every field), like the renew statuses below.
+ */
 export function toAssignment(job: ClaimedJob, anchorSeq: bigint, traceparent: string | null = job.traceParent): Assignment {
-  return create(AssignmentSchema, {
+  return {
+    $typeName: 'kairos.v1.Assignment',
     jobId: job.jobId,
     runId: String(job.runId),
     task: job.task,
@@ -94,12 +97,12 @@ export function toAssignment(job: ClaimedJob, anchorSeq: bigint, traceparent: st
     leaseGeneration: BigInt(job.leaseGeneration),
     leaseRemainingMs: job.leaseRemainingMs,
     timeoutMs: job.timeoutMs ?? 0,
-    scheduledFor: timestampFromMs(job.scheduledForMs),
+    scheduledFor: timestampMessage(job.scheduledForMs),
     anchorSeq,
     traceparent: traceparent ?? '',
     // Pre-dispatched (claimed ahead of its due instant): the agent starts it then.
     startAtMs: job.dueAtMs > job.claimedAtMs ? job.dueAtMs : 0,
-  });
+  };
 }
 
 /**
@@ -138,14 +141,15 @@ export function malformedRenewStatus(lease: { jobId: string; leaseGeneration: bi
   return leaseStatus(lease.jobId, lease.leaseGeneration, lost(LeaseLostReason.NOT_FOUND));
 }
 
-export function outcomeAck(result: CompleteResult) {
+export function outcomeAck(result: CompleteResult): OutcomeAck {
   return {
+    $typeName: 'kairos.v1.OutcomeAck',
     jobId: result.jobId,
     leaseGeneration: BigInt(result.leaseGeneration),
     result: result.kind === 'recorded' ? OutcomeAckResult.RECORDED : OutcomeAckResult.STALE,
   };
 }
 
-export function malformedOutcomeAck(outcome: { jobId: string; leaseGeneration: bigint }) {
-  return { jobId: outcome.jobId, leaseGeneration: outcome.leaseGeneration, result: OutcomeAckResult.STALE };
+export function malformedOutcomeAck(outcome: { jobId: string; leaseGeneration: bigint }): OutcomeAck {
+  return { $typeName: 'kairos.v1.OutcomeAck', jobId: outcome.jobId, leaseGeneration: outcome.leaseGeneration, result: OutcomeAckResult.STALE };
 }
