@@ -296,3 +296,41 @@ describe('LeaseKeeper: pre-dispatched (waiting) leases', () => {
     expect(keeper.startDue(200_000, 4)).toEqual({ offers: [offer(A)], blocked: false });
   });
 });
+
+describe('LeaseKeeper: the phase counts behind the slot figures', () => {
+  it('agree with the held leases after any sequence of changes (seeded random walk)', () => {
+    const keeper = new LeaseKeeper(200);
+    let seed = 2_312;
+    const random = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return seed / 2_147_483_648;
+    };
+    const key = () => ({ jobId: `j${Math.floor(random() * 40)}`, generation: BigInt(1 + Math.floor(random() * 2)) });
+    const result = { result: 'succeeded' as const, error: '', finishedAtMs: 0 };
+    let now = 1_000;
+    for (let step = 0; step < 5_000; step++) {
+      now += 1;
+      const k = key();
+      switch (Math.floor(random() * 14)) {
+        case 0: keeper.hold(k, 't', 10_000, now); break;
+        case 1: keeper.holdWaiting(k, 't', 10_000, now, offer(k), now + Math.floor(random() * 50)); break;
+        case 2: keeper.holdUnconfirmed(k, 't', now, now + 5_000, offer(k)); break;
+        case 3: keeper.startDue(now, Math.floor(random() * 4)); break;
+        case 4: keeper.markStarted(k, now); break;
+        case 5: keeper.markFinished(k, result); break;
+        case 6: keeper.acknowledge(k); break;
+        case 7: keeper.withdraw(k); break;
+        case 8: keeper.applyRenewal(k, random() < 0.5 ? { kind: 'lost', reason: 'cancelled' } : { kind: 'held', remainingMs: 10_000 }, now); break;
+        case 9: keeper.wait(k, offer(k), now + 20); break;
+        case 10: keeper.overdue(now, (startAt) => startAt + 10); break;
+        case 11: keeper.fenceExpired(now - 9_000 + Math.floor(random() * 2_000), result); break;
+        case 12: keeper.drop(k); break;
+        case 13: if (keeper.markAborting(k)) keeper.finishUnstarted(k, result); break;
+      }
+      const phases = keeper.refs().map((ref) => keeper.get(ref)!.phase.kind);
+      expect(keeper.handlerSlotsInUse()).toBe(phases.filter((p) => p === 'offered' || p === 'running').length);
+      expect(keeper.anyOffered()).toBe(phases.includes('offered'));
+      expect(keeper.unfinished).toBe(phases.filter((p) => p !== 'finished').length);
+    }
+  });
+});

@@ -168,8 +168,12 @@ export class LeaseKeeper {
    * lookup by job id needs no key string built per call.
    */
   private readonly leases = new Map<string, HeldLease>();
-  /** Held leases in the finished phase (kept by `finish` and `remove`). */
-  private finishedCount = 0;
+  /**
+   * Held leases per phase, kept by `add`, `remove` and `setPhase` (the only
+   * writers of a phase): the slot counts are read on every start-queue turn
+   * and every outcome, and a spike holds thousands of leases.
+   */
+  private readonly phaseCounts: Record<LeasePhase['kind'], number> = { confirming: 0, waiting: 0, offered: 0, running: 0, finished: 0 };
   /** Waiting leases by start instant, earliest first (with stale entries; see StartEntry). */
   private readonly starts = new MinHeap<StartEntry>(startsBefore);
   private startSeq = 0;
@@ -199,7 +203,7 @@ export class LeaseKeeper {
    * announces Hello.slots_free_on_outcome).
    */
   get unfinished(): number {
-    return this.leases.size - this.finishedCount;
+    return this.leases.size - this.phaseCounts.finished;
   }
 
   get(key: LeaseKey): HeldLease | undefined {
@@ -240,7 +244,7 @@ export class LeaseKeeper {
     const lease = this.get(key);
     if (lease === undefined || lease.phase.kind !== 'offered') return;
     const phase: WaitingPhase = { kind: 'waiting', offer, startAt };
-    lease.phase = phase;
+    this.setPhase(lease, phase);
     this.pushStart(lease, phase);
   }
 
@@ -280,7 +284,7 @@ export class LeaseKeeper {
       if (offers.length >= slots) return { offers, blocked: true };
       this.starts.pop();
       offers.push(first.phase.offer);
-      first.lease.phase = { kind: 'offered' };
+      this.setPhase(first.lease, { kind: 'offered' });
     }
     return { offers, blocked: false };
   }
@@ -293,15 +297,12 @@ export class LeaseKeeper {
 
   /** Whether the handler thread has a lease it has not reported started. */
   anyOffered(): boolean {
-    for (const lease of this.leases.values()) if (lease.phase.kind === 'offered') return true;
-    return false;
+    return this.phaseCounts.offered > 0;
   }
 
   /** Leases the handler thread has (offered or running): each takes one of its slots. */
   handlerSlotsInUse(): number {
-    let used = 0;
-    for (const lease of this.leases.values()) if (lease.phase.kind === 'offered' || lease.phase.kind === 'running') used++;
-    return used;
+    return this.phaseCounts.offered + this.phaseCounts.running;
   }
 
   /**
@@ -358,26 +359,35 @@ export class LeaseKeeper {
     const replaced = this.leases.get(key.jobId);
     if (replaced !== undefined) this.remove(replaced);
     this.leases.set(key.jobId, lease);
+    this.phaseCounts[phase.kind]++;
     return lease;
+  }
+
+  /** The one writer of a held lease's phase after `add`: keeps `phaseCounts`. */
+  private setPhase(lease: HeldLease, phase: LeasePhase): void {
+    if (this.leases.get(lease.key.jobId) === lease) {
+      this.phaseCounts[lease.phase.kind]--;
+      this.phaseCounts[phase.kind]++;
+    }
+    lease.phase = phase;
   }
 
   private remove(lease: HeldLease): void {
     if (this.leases.get(lease.key.jobId) !== lease) return;
     this.leases.delete(lease.key.jobId);
-    if (lease.phase.kind === 'finished') this.finishedCount--;
+    this.phaseCounts[lease.phase.kind]--;
   }
 
   /** Any phase but finished -> finished, counted (see `unfinished`). */
   private finish(lease: HeldLease, outcome: PendingOutcome): void {
-    if (lease.phase.kind !== 'finished') this.finishedCount++;
-    lease.phase = { kind: 'finished', outcome, lastSentAt: null };
+    this.setPhase(lease, { kind: 'finished', outcome, lastSentAt: null });
   }
 
   /** offered -> running. False if the lease is no longer held (lost meanwhile). */
   markStarted(key: LeaseKey, now: number): boolean {
     const lease = this.get(key);
     if (lease === undefined || lease.phase.kind !== 'offered') return false;
-    lease.phase = { kind: 'running', startedAt: now };
+    this.setPhase(lease, { kind: 'running', startedAt: now });
     return true;
   }
 
@@ -446,7 +456,7 @@ export class LeaseKeeper {
     lease.trustedUntil = sentAt + status.remainingMs - this.marginMs;
     if (lease.phase.kind === 'confirming') {
       const { offer, startAtDbMs } = lease.phase;
-      lease.phase = { kind: 'offered' };
+      this.setPhase(lease, { kind: 'offered' });
       return { kind: 'confirmed', lease, offer, startAtDbMs };
     }
     return { kind: 'renewed', lease };
