@@ -10,7 +10,8 @@
  *
  * `--busiest MS` keeps only the MS milliseconds of the profile with the most
  * busy (not idle) samples: a spike's drain inside a profile of a whole
- * workload (W3 with `--only w3 --rounds 1`).
+ * workload (W3 with `--only w3 --rounds 1`), not counting the first
+ * `--skip MS` (default 5000: the process's start-up, loading modules).
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -65,15 +66,17 @@ function inclusiveTimes(profile: Profile, byId: Map<number, ProfileNode>): Map<s
 }
 
 /** The `ms`-long stretch of `profile` with the most busy samples (two pointers over the sample times). */
-function busiestWindow(profile: Profile, byId: Map<number, ProfileNode>, ms: number): Profile {
+function busiestWindow(profile: Profile, byId: Map<number, ProfileNode>, ms: number, skipMs: number): Profile {
   const times: number[] = [];
   let t = profile.startTime;
   for (const delta of profile.timeDeltas) times.push((t += delta));
   const busyAt = profile.samples.map((id, i) => (byId.get(id)?.callFrame.functionName === '(idle)' ? 0 : (profile.timeDeltas[i] ?? 0)));
   let best = { from: 0, to: 0, busy: -1 };
-  let from = 0;
+  const first = times.findIndex((time) => time - profile.startTime >= skipMs * 1000);
+  if (first < 0) throw new Error(`the profile is shorter than --skip ${skipMs} ms`);
+  let from = first;
   let busy = 0;
-  for (let to = 0; to < times.length; to++) {
+  for (let to = first; to < times.length; to++) {
     busy += busyAt[to]!;
     while (times[to]! - times[from]! > ms * 1000) busy -= busyAt[from++]!;
     if (busy > best.busy) best = { from, to: to + 1, busy };
@@ -87,10 +90,10 @@ function busiestWindow(profile: Profile, byId: Map<number, ProfileNode>, ms: num
   };
 }
 
-async function summarise(file: string, top: number, inclusive: boolean, busiestMs: number | undefined): Promise<string> {
+async function summarise(file: string, top: number, inclusive: boolean, busiestMs: number | undefined, skipMs: number): Promise<string> {
   const whole = JSON.parse(await readFile(file, 'utf8')) as Profile;
   const byId = new Map(whole.nodes.map((n) => [n.id, n]));
-  const profile = busiestMs === undefined ? whole : busiestWindow(whole, byId, busiestMs);
+  const profile = busiestMs === undefined ? whole : busiestWindow(whole, byId, busiestMs, skipMs);
   const selfUs = new Map<number, number>();
   profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
   const total = profile.endTime - profile.startTime;
@@ -136,8 +139,11 @@ async function main(): Promise<void> {
   const busiestIndex = args.indexOf('--busiest');
   const busiestMs = busiestIndex >= 0 ? Number(args.splice(busiestIndex, 2)[1]) : undefined;
   if (busiestMs !== undefined && !(busiestMs > 0)) throw new Error('--busiest takes a positive number of milliseconds');
-  if (args.length === 0) throw new Error('usage: profile-summary <file.cpuprofile>... [--top N] [--inclusive] [--busiest MS]');
-  for (const file of args) process.stdout.write(`${await summarise(file, top, inclusiveIndex >= 0, busiestMs)}\n\n`);
+  const skipIndex = args.indexOf('--skip');
+  const skipMs = skipIndex >= 0 ? Number(args.splice(skipIndex, 2)[1]) : 5_000;
+  if (!(skipMs >= 0)) throw new Error('--skip takes a number of milliseconds');
+  if (args.length === 0) throw new Error('usage: profile-summary <file.cpuprofile>... [--top N] [--inclusive] [--busiest MS [--skip MS]]');
+  for (const file of args) process.stdout.write(`${await summarise(file, top, inclusiveIndex >= 0, busiestMs, skipMs)}\n\n`);
 }
 
 main().catch((error: unknown) => {
