@@ -83,6 +83,26 @@ describe('Executor', () => {
     });
   });
 
+  it('the context: traceparent only when the run has one, one signal and one bound child logger per run, made on first read', async () => {
+    const contexts: TaskContext[] = [];
+    const { executor } = setup({
+      probe: async (_payload, ctx) => {
+        contexts.push(ctx);
+      },
+    });
+    executor.start(offer('probe', { jobId: 'plain' }));
+    executor.start(offer('probe', { jobId: 'traced', traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }));
+    await executor.whenIdle();
+    const [plain, traced] = contexts;
+    expect('traceparent' in plain!).toBe(false);
+    expect(Object.keys(plain!).sort()).toEqual(['attempt', 'fencingToken', 'jobId', 'maxAttempts', 'runId', 'scheduledFor']);
+    expect(traced!.traceparent).toBe('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01');
+    expect(plain!.signal).toBe(plain!.signal);
+    expect(plain!.signal).not.toBe(traced!.signal);
+    expect(plain!.logger).toBe(plain!.logger);
+    expect(plain!.logger?.bindings()).toMatchObject({ jobId: 'plain', runId: 'run-1', attempt: 2, task: 'probe' });
+  });
+
   it('fails a run whose payload text is not a JSON object, without calling the handler', async () => {
     let called = false;
     const { executor, decided } = setup({
