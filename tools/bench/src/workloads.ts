@@ -396,7 +396,7 @@ export async function runMillion(
         result.w2 = await spike(ctx, driver, pool, url, sizes.spikeSmall, system);
         const top = await topStatements(ctx, db);
         if (top) statements.w2 = top;
-        ctx.log(`  W2 ${config.id}: min ${result.w2.minMs} p50 ${result.w2.p50Ms} p99 ${result.w2.p99Ms} max ${result.w2.maxMs} drain ${result.w2.drainMs} ms; CPU s ${JSON.stringify(result.w2.cpu)}${result.w2.claimLag ? `; claim lag p50 ${result.w2.claimLag.p50Ms} p99 ${result.w2.claimLag.p99Ms} ms` : ''}${result.w2.assignLag ? `; at agent min ${result.w2.assignLag.minMs} p50 ${result.w2.assignLag.p50Ms} p99 ${result.w2.assignLag.p99Ms}; exec p50 ${result.w2.execLag?.p50Ms} p99 ${result.w2.execLag?.p99Ms}` : ''}${result.w2.spikeCpu ? `; CPU s from due ${JSON.stringify(result.w2.spikeCpu)}` : ''}`);
+        ctx.log(`  W2 ${config.id}: ${spikeLine(result.w2)}`);
       }
       if (want.w3) {
         await resetStatements(ctx);
@@ -404,7 +404,7 @@ export async function runMillion(
         result.w3 = await spike(ctx, driver, pool, url, sizes.spikeLarge, system);
         const top = await topStatements(ctx, db);
         if (top) statements.w3 = top;
-        ctx.log(`  W3 ${config.id}: min ${result.w3.minMs} p50 ${result.w3.p50Ms} p99 ${result.w3.p99Ms} max ${result.w3.maxMs} drain ${result.w3.drainMs} ms; CPU s ${JSON.stringify(result.w3.cpu)}${result.w3.claimLag ? `; claim lag p50 ${result.w3.claimLag.p50Ms} p99 ${result.w3.claimLag.p99Ms} ms` : ''}${result.w3.assignLag ? `; at agent min ${result.w3.assignLag.minMs} p50 ${result.w3.assignLag.p50Ms} p99 ${result.w3.assignLag.p99Ms}; exec p50 ${result.w3.execLag?.p50Ms} p99 ${result.w3.execLag?.p99Ms}` : ''}${result.w3.spikeCpu ? `; CPU s from due ${JSON.stringify(result.w3.spikeCpu)}` : ''}`);
+        ctx.log(`  W3 ${config.id}: ${spikeLine(result.w3)}`);
       }
       if (!want.w2 && !want.w3 && !want.w5) await sleep(3_000); // W7 alone: let the system settle with a million jobs
     } finally {
@@ -453,6 +453,16 @@ async function idleLatency(ctx: BenchContext, system: RunningSystem): Promise<No
   const split = traceSplit(records);
   collector.forget(phase);
   return { ...lagFigures(lags), ...(split ? { assignLag: lagFigures(split.assign), execLag: lagFigures(split.exec) } : {}) };
+}
+
+/** A spike's figures as one log line (the split and CPU readings only when present). */
+function spikeLine(r: SpikeResult): string {
+  return (
+    `min ${r.minMs} p50 ${r.p50Ms} p99 ${r.p99Ms} max ${r.maxMs} drain ${r.drainMs} ms; CPU s ${JSON.stringify(r.cpu)}` +
+    (r.claimLag ? `; claim lag p50 ${r.claimLag.p50Ms} p99 ${r.claimLag.p99Ms} ms` : '') +
+    (r.assignLag ? `; at agent min ${r.assignLag.minMs} p50 ${r.assignLag.p50Ms} p99 ${r.assignLag.p99Ms}; exec p50 ${r.execLag?.p50Ms} p99 ${r.execLag?.p99Ms}` : '') +
+    (r.spikeCpu ? `; CPU s from due ${JSON.stringify(r.spikeCpu)}` : '')
+  );
 }
 
 /**

@@ -29,7 +29,7 @@ import { Executor, type RunResult } from './executor';
 import { HandlerQueue, handlerQueueLimit } from './handler-queue';
 import type { SessionConfig } from '../session/session';
 import { startSessionInline, startSessionWorker, type SessionChannel, type SessionListeners } from '../session/session-thread';
-import { leaseId, START_GRACE_MS, START_WAIT_MAX_MS, type LeaseKey, type LeaseOffer, type SessionEvent, type ToExecutor } from './thread-messages';
+import { leaseId, START_GRACE_MS, startQueueStalled, type LeaseKey, type LeaseOffer, type SessionEvent, type ToExecutor } from './thread-messages';
 
 export interface RunningAgent {
   readonly agentId: string;
@@ -138,7 +138,7 @@ class AgentRuntime implements RunningAgent, SessionListeners {
     private readonly startGraceMs: number,
   ) {
     this.agentId = options.agentId;
-    this.queue = new HandlerQueue(handlerQueueLimit(options.capacity), startGraceMs, Math.max(START_WAIT_MAX_MS, startGraceMs));
+    this.queue = new HandlerQueue(handlerQueueLimit(options.capacity), startGraceMs);
     this.executor = new Executor({
       handlers: registeredHandlers(options),
       logger,
@@ -251,7 +251,7 @@ class AgentRuntime implements RunningAgent, SessionListeners {
     this.queueTimer = setTimeout(
       () => {
         this.queueTimer = undefined;
-        const reason = `no free slot: the start queue did not move for ${this.startGraceMs} ms`;
+        const reason = startQueueStalled(this.startGraceMs);
         for (const offer of this.queue.overdue(performance.now())) this.post({ type: 'release', lease: keyOf(offer), reason });
         this.armQueueTimer();
       },
@@ -259,11 +259,11 @@ class AgentRuntime implements RunningAgent, SessionListeners {
     );
   }
 
-  /** Every queued offer is dropped unstarted (closing, failed): nothing is reported for them. */
-  private dropQueue(): void {
-    this.queue.clear();
+  /** Takes every queued offer off, unstarted, and stops the queue's timer; returns them (to give back, or to forget). */
+  private dropQueue(): LeaseOffer[] {
     if (this.queueTimer !== undefined) clearTimeout(this.queueTimer);
     this.queueTimer = undefined;
+    return this.queue.clear();
   }
 
   /** The offer under a run span of its own (child of the claim): the handler and the outcome carry the span's context. */
@@ -352,8 +352,7 @@ class AgentRuntime implements RunningAgent, SessionListeners {
     });
     // What waits here for a slot is given back before the session hears of the drain, as it would have been
     // had it still been in the session's queue.
-    for (const offer of this.queue.clear()) this.post({ type: 'release', lease: keyOf(offer), reason: 'agent is draining' });
-    this.dropQueue();
+    for (const offer of this.dropQueue()) this.post({ type: 'release', lease: keyOf(offer), reason: 'agent is draining' });
     this.post({ type: 'drain' });
     const idle = await within(this.executor.whenIdle(), graceMs);
     if (!idle.done && this.lifecycle.kind === 'draining') {

@@ -14,7 +14,7 @@
  * since it arrived, or START_WAIT_MAX_MS in all, is given back (Release),
  * never started, for an agent with free slots to run.
  */
-import type { LeaseOffer } from './thread-messages';
+import { startGiveBackAt, type LeaseOffer } from './thread-messages';
 
 /**
  * How many offers the handler thread queues beyond its slots: one slot-full,
@@ -40,7 +40,6 @@ export class HandlerQueue {
     /** Most offers it holds; the session never offers more than this beyond the free slots. */
     readonly limit: number,
     private readonly graceMs: number,
-    private readonly waitMaxMs: number,
   ) {}
 
   get size(): number {
@@ -84,8 +83,8 @@ export class HandlerQueue {
   }
 
   /**
-   * Takes off and returns the offers to give back at `now`: those that have
-   * waited graceMs with no slot freeing since they arrived, or waitMaxMs in all.
+   * Takes off and returns the offers to give back at `now` (`startGiveBackAt`,
+   * counted from their arrival here).
    */
   overdue(now: number): LeaseOffer[] {
     const late: LeaseOffer[] = [];
@@ -105,6 +104,6 @@ export class HandlerQueue {
   }
 
   private deadlineOf(entry: Waiting): number {
-    return Math.min(Math.max(entry.arrivedAt, this.lastFreedAt) + this.graceMs, entry.arrivedAt + this.waitMaxMs);
+    return startGiveBackAt(entry.arrivedAt, this.lastFreedAt, this.graceMs);
   }
 }

@@ -27,6 +27,21 @@
 export const START_GRACE_MS = 500;
 export const START_WAIT_MAX_MS = 5_000;
 
+/**
+ * When a lease that began waiting for a slot at `since` is given back, unless
+ * a slot frees first: `graceMs` after `since` or the last slot freed, and
+ * never later than START_WAIT_MAX_MS (or the grace, if longer) after `since`.
+ * The rule of both start queues.
+ */
+export function startGiveBackAt(since: number, lastSlotFreedAt: number, graceMs: number): number {
+  return Math.min(since + Math.max(START_WAIT_MAX_MS, graceMs), Math.max(since, lastSlotFreedAt) + graceMs);
+}
+
+/** The Release reason of a lease given back by `startGiveBackAt`. */
+export function startQueueStalled(graceMs: number): string {
+  return `no free slot: the start queue did not move for ${graceMs} ms`;
+}
+
 /** One lease: a job and the generation it was claimed at (the fencing token). */
 export interface LeaseKey {
   readonly jobId: string;

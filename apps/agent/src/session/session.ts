@@ -83,7 +83,8 @@ import { handlerQueueLimit } from '../runtime/handler-queue';
 import {
   leaseId,
   START_GRACE_MS,
-  START_WAIT_MAX_MS,
+  startGiveBackAt,
+  startQueueStalled,
   type LeaseKey,
   type LeaseLossReason,
   type LeaseLossSource,
@@ -253,8 +254,7 @@ export class AgentSession {
   /** Monotonic time a handler-thread slot last freed (an outcome or a release arrived). */
   private lastSlotFreedAt = Number.NEGATIVE_INFINITY;
   /** When a queued lease whose start was `startAt` is given back if no slot frees first (START_GRACE_MS). */
-  private readonly releaseAt = (startAt: number): number =>
-    Math.min(startAt + Math.max(START_WAIT_MAX_MS, this.startGraceMs), Math.max(startAt, this.lastSlotFreedAt) + this.startGraceMs);
+  private readonly releaseAt = (startAt: number): number => startGiveBackAt(startAt, this.lastSlotFreedAt, this.startGraceMs);
   private get startGraceMs(): number {
     return this.config.startGraceMs ?? START_GRACE_MS;
   }
@@ -701,11 +701,11 @@ export class AgentSession {
     // in the next turn's: those wait on the handler thread and start as its slots free, with no round trip
     // through this thread between one wave of slots and the next (handler-queue.ts), and the first wave is
     // not held back by packing the second.
-    const ahead = queueAhead ? handlerQueueLimit(this.config.capacity) : 0;
-    const room = this.config.capacity + ahead - this.keeper.handlerSlotsInUse();
+    const handlerQueue = handlerQueueLimit(this.config.capacity);
+    const room = this.config.capacity + (queueAhead ? handlerQueue : 0) - this.keeper.handlerSlotsInUse();
     const { offers, blocked } = this.keeper.startDue(now, room);
     for (const offer of offers) this.host.post({ type: 'offer', lease: offer });
-    if (blocked && !queueAhead && !this.queueAheadSoon && handlerQueueLimit(this.config.capacity) > 0) {
+    if (blocked && !queueAhead && !this.queueAheadSoon && handlerQueue > 0) {
       this.queueAheadSoon = true;
       setImmediate(() => {
         this.queueAheadSoon = false;
@@ -718,7 +718,7 @@ export class AgentSession {
     if (blocked) {
       const late = this.keeper.overdue(now, this.releaseAt);
       if (late.length > 0) {
-        const reason = `no free slot: the start queue did not move for ${this.startGraceMs} ms`;
+        const reason = startQueueStalled(this.startGraceMs);
         this.giveBack(this.activeLink(), late.map((lease) => ({ key: lease.key, reason })), 'lease');
         this.startsBlocked = this.keeper.anyStarted(now);
         this.afterLeaseChange();
