@@ -10,7 +10,7 @@ import type { SessionConfig } from '../session/session';
 import type { SessionChannel, SessionListeners } from '../session/session-thread';
 import { ControlledTask } from '../test-support/controlled-task';
 import { EventLog, waitFor } from '../test-support/wait-for';
-import type { LeaseOffer, ToSession } from './thread-messages';
+import { sharedMonotonicMs, type LeaseOffer, type ToSession } from './thread-messages';
 
 class ScriptedChannel implements SessionChannel {
   readonly posted: ToSession[] = [];
@@ -29,9 +29,10 @@ class ScriptedChannel implements SessionChannel {
     this.disposed = true;
   }
 
-  offer(jobId: string, overrides: Partial<LeaseOffer> = {}): void {
+  offer(jobId: string, overrides: Partial<LeaseOffer> = {}, startAt?: number): void {
     this.listeners?.onMessage({
       type: 'offer',
+      ...(startAt === undefined ? {} : { startAt }),
       lease: {
         jobId,
         generation: 1n,
@@ -178,6 +179,81 @@ describe('agent runtime (main thread)', () => {
       controlled.finish('b');
       await drained;
       expect(channel.types().slice(4)).toEqual(['outcome:a:succeeded', 'outcome:b:succeeded', 'work-done']);
+    });
+  });
+
+  describe('offers staged ahead of their start (decision 0030)', () => {
+    it('starts a staged offer at its start and never before; one whose start has passed starts at once', async () => {
+      const { channel, log } = await setup();
+      const startAt = sharedMonotonicMs() + 80;
+      channel.offer('staged', {}, startAt);
+      channel.offer('passed', {}, sharedMonotonicMs() - 5);
+      expect(channel.types()).toEqual(['started:passed']);
+      expect(log.find('assigned', (i) => i.jobId === 'staged')).toBeDefined();
+      await log.wait('started', (i) => i.jobId === 'staged');
+      expect(sharedMonotonicMs()).toBeGreaterThanOrEqual(startAt);
+      expect(channel.types()).toEqual(['started:passed', 'started:staged']);
+    });
+
+    it('takes no slot before its start: an offer due now starts at once, and the staged one waits for the slot after its start', async () => {
+      const { channel, controlled, log } = await setup({ capacity: 1 }, { startGraceMs: 60_000 });
+      const startAt = sharedMonotonicMs() + 40;
+      channel.offer('staged', {}, startAt);
+      channel.offer('now');
+      expect(channel.types()).toEqual(['started:now']);
+      // Its start passes while the one slot is busy: it waits, and starts in the turn the slot frees.
+      await waitFor('the staged start to pass', () => sharedMonotonicMs() >= startAt + 20 || undefined);
+      expect(channel.types()).toEqual(['started:now']);
+      controlled.finish('now');
+      await log.wait('started', (i) => i.jobId === 'staged');
+      expect(channel.types()).toEqual(['started:now', 'outcome:now:succeeded', 'started:staged']);
+    });
+
+    it('a spike staged beyond the slots starts a slot-full on the instant and the rest as slots free, earliest start first', async () => {
+      const { channel, controlled, log } = await setup({ capacity: 2 }, { startGraceMs: 60_000 });
+      const at = sharedMonotonicMs() + 60;
+      // Staged out of start order, and more than the handler queue's limit (two): staged offers do not count against it.
+      channel.offer('d', {}, at + 2);
+      channel.offer('a', {}, at);
+      channel.offer('c', {}, at + 1);
+      channel.offer('b', {}, at);
+      channel.offer('e', {}, at + 3);
+      expect(channel.types()).toEqual([]);
+      await log.wait('started', (i) => i.jobId === 'b');
+      expect(channel.types()).toEqual(['started:a', 'started:b']);
+      for (const [ended, next] of [['a', 'c'], ['b', 'd'], ['c', 'e']] as const) {
+        controlled.finish(ended);
+        await log.wait('started', (i) => i.jobId === next);
+      }
+      expect(channel.types().filter((t) => t.startsWith('started'))).toEqual(['started:a', 'started:b', 'started:c', 'started:d', 'started:e']);
+      expect(channel.types().filter((t) => t.startsWith('release'))).toEqual([]);
+    });
+
+    it('gives a staged offer back once no slot has freed for the grace counted from its start, not from its arrival', async () => {
+      const { channel, log } = await setup({ capacity: 1 }, { startGraceMs: 100 });
+      channel.offer('busy');
+      const startAt = sharedMonotonicMs() + 150;
+      channel.offer('stuck', {}, startAt);
+      await waitFor('the release', () => channel.posted.some((m) => m.type === 'release'));
+      expect(sharedMonotonicMs()).toBeGreaterThanOrEqual(startAt + 99);
+      expect(channel.posted.find((m) => m.type === 'release')).toMatchObject({
+        lease: { jobId: 'stuck' },
+        reason: 'no free slot: the start queue did not move for 100 ms',
+      });
+      expect(log.find('started', (i) => i.jobId === 'stuck')).toBeUndefined();
+    });
+
+    it('drops a staged offer whose lease is lost, ends one an operator aborts as cancelled, and a drain gives the rest back, none started', async () => {
+      const { agent, channel, log } = await setup();
+      const at = sharedMonotonicMs() + 60_000;
+      for (const id of ['lost', 'aborted', 'kept']) channel.offer(id, {}, at);
+      channel.listeners?.onMessage({ type: 'lost', lease: { jobId: 'lost', generation: 1n }, reason: 'cancelled', source: 'revoke' });
+      channel.listeners?.onMessage({ type: 'abort', lease: { jobId: 'aborted', generation: 1n }, source: 'renew-reply' });
+      expect(channel.types()).toEqual(['outcome:aborted:cancelled']);
+      expect(channel.posted[0]).toMatchObject({ error: 'aborted by an operator before it started' });
+      await agent.drain();
+      expect(channel.types()).toEqual(['outcome:aborted:cancelled', 'release:kept', 'drain', 'work-done']);
+      expect(log.find('started')).toBeUndefined();
     });
   });
 

@@ -29,7 +29,16 @@ import { Executor, type RunResult } from './executor';
 import { HandlerQueue, handlerQueueLimit } from './handler-queue';
 import type { SessionConfig } from '../session/session';
 import { startSessionInline, startSessionWorker, type SessionChannel, type SessionListeners } from '../session/session-thread';
-import { leaseId, START_GRACE_MS, startQueueStalled, type LeaseKey, type LeaseOffer, type SessionEvent, type ToExecutor } from './thread-messages';
+import {
+  leaseId,
+  sharedMonotonicMs,
+  START_GRACE_MS,
+  startQueueStalled,
+  type LeaseKey,
+  type LeaseOffer,
+  type SessionEvent,
+  type ToExecutor,
+} from './thread-messages';
 
 export interface RunningAgent {
   readonly agentId: string;
@@ -63,6 +72,12 @@ const DEFAULT_FLUSH_TIMEOUT_MS = 10_000;
 const DEFAULT_ABORT_GRACE_MS = 10_000;
 /** Extra time the main thread gives the session thread beyond its own flush deadline. */
 const SESSION_STOP_SLACK_MS = 3_000;
+/**
+ * A millisecond timer fires up to a millisecond or two late: the staged starts' timer is armed this much
+ * before the instant and the rest is waited one event-loop turn at a time (setImmediate: handlers and I/O
+ * still run), as the session thread does for its own starts.
+ */
+const STAGE_SPIN_MS = 2;
 
 /**
  * Starts an agent. Resolves once the first connection attempt is under way;
@@ -129,6 +144,10 @@ class AgentRuntime implements RunningAgent, SessionListeners {
   /** Offers waiting for a slot of this thread (handler-queue.ts), and the timer that gives back those that wait too long. */
   private readonly queue: HandlerQueue;
   private queueTimer: NodeJS.Timeout | undefined;
+  /** The timer for the earliest staged start (see `armStageTimer`), the start it is for, and its arming. */
+  private stageTimer: NodeJS.Timeout | undefined;
+  private stageTimerAt = Number.POSITIVE_INFINITY;
+  private stageArming = 0;
 
   constructor(
     private readonly options: AgentOptions,
@@ -138,7 +157,11 @@ class AgentRuntime implements RunningAgent, SessionListeners {
     private readonly startGraceMs: number,
   ) {
     this.agentId = options.agentId;
-    this.queue = new HandlerQueue(handlerQueueLimit(options.capacity), startGraceMs);
+    this.queue = new HandlerQueue(
+      handlerQueueLimit(options.capacity),
+      startGraceMs,
+      options.capacity + (options.preDispatchQueue ?? defaultPreDispatchQueue(options.capacity)),
+    );
     this.executor = new Executor({
       handlers: registeredHandlers(options),
       logger,
@@ -165,7 +188,7 @@ class AgentRuntime implements RunningAgent, SessionListeners {
   onMessage(message: ToExecutor): void {
     switch (message.type) {
       case 'offer':
-        this.onOffer(message.lease);
+        this.onOffer(message.lease, message.startAt);
         return;
       case 'abort': {
         const id = leaseId(message.lease);
@@ -210,17 +233,29 @@ class AgentRuntime implements RunningAgent, SessionListeners {
     this.events.emit('failed', { error });
   }
 
-  private onOffer(offer: LeaseOffer): void {
+  private onOffer(offer: LeaseOffer, startAt: number | undefined): void {
     if (this.events.listenerCount('assigned') > 0) this.events.emit('assigned', runInfo(offer));
     if (this.lifecycle.kind !== 'running') {
       this.post({ type: 'release', lease: keyOf(offer), reason: 'agent is draining' });
       return;
     }
-    if (this.executor.running < this.options.capacity && this.queue.size === 0) {
+    const now = performance.now();
+    // The start on this thread's clock (it crossed on the clock both threads share).
+    const localStartAt = startAt === undefined ? now : startAt - sharedMonotonicMs() + now;
+    if (localStartAt > now) {
+      // Staged ahead of its start (decision 0030): started by the stage timer, or by a slot freeing after it.
+      if (this.queue.stage(leaseId(offer), offer, localStartAt)) {
+        this.armStageTimer();
+        return;
+      }
+      this.post({ type: 'release', lease: keyOf(offer), reason: 'no room to stage it' });
+      return;
+    }
+    if (this.executor.running < this.options.capacity && !this.queue.anyWaiting(now)) {
       this.run(offer);
       return;
     }
-    if (this.queue.add(leaseId(offer), offer, performance.now())) {
+    if (this.queue.add(leaseId(offer), offer, now)) {
       this.armQueueTimer();
       return;
     }
@@ -234,10 +269,11 @@ class AgentRuntime implements RunningAgent, SessionListeners {
 
   /** A run's result was decided: its slot starts the next queued offer, in this turn. */
   private slotFreed(): void {
-    if (this.queue.size === 0) return;
-    this.queue.slotFreed(performance.now());
+    const now = performance.now();
+    if (!this.queue.anyWaiting(now)) return;
+    this.queue.slotFreed(now);
     while (this.lifecycle.kind === 'running' && this.executor.running < this.options.capacity) {
-      const next = this.queue.shift();
+      const next = this.queue.shift(now);
       if (next === undefined) return;
       this.run(next);
     }
@@ -259,10 +295,51 @@ class AgentRuntime implements RunningAgent, SessionListeners {
     );
   }
 
-  /** Takes every queued offer off, unstarted, and stops the queue's timer; returns them (to give back, or to forget). */
+  /**
+   * One timer, for the earliest staged start: armed STAGE_SPIN_MS before it, then turn by turn until the
+   * clock reads it; re-armed when an earlier one is staged.
+   */
+  private armStageTimer(): void {
+    const at = this.queue.nextStagedAt();
+    if (at === undefined || this.stageTimerAt <= at) return;
+    this.stopStageTimer();
+    this.stageTimerAt = at;
+    const arming = this.stageArming;
+    this.stageTimer = setTimeout(() => this.startStagedAt(at, arming), Math.max(0, Math.floor(at - performance.now() - STAGE_SPIN_MS)));
+  }
+
+  private stopStageTimer(): void {
+    if (this.stageTimer !== undefined) clearTimeout(this.stageTimer);
+    this.stageTimer = undefined;
+    this.stageTimerAt = Number.POSITIVE_INFINITY;
+    // An older arming's turn-by-turn wait stops at its next turn.
+    this.stageArming++;
+  }
+
+  private startStagedAt(at: number, arming: number): void {
+    if (arming !== this.stageArming) return;
+    const now = performance.now();
+    if (now < at) {
+      setImmediate(() => this.startStagedAt(at, arming));
+      return;
+    }
+    this.stopStageTimer();
+    // Their start has come: as many start now as slots are free; the rest start as slots free (slotFreed),
+    // or are given back after the grace (armQueueTimer).
+    while (this.lifecycle.kind === 'running' && this.executor.running < this.options.capacity) {
+      const next = this.queue.shift(now);
+      if (next === undefined) break;
+      this.run(next);
+    }
+    if (this.queue.anyWaiting(now)) this.armQueueTimer();
+    this.armStageTimer();
+  }
+
+  /** Takes every queued and staged offer off, unstarted, and stops their timers; returns them (to give back, or to forget). */
   private dropQueue(): LeaseOffer[] {
     if (this.queueTimer !== undefined) clearTimeout(this.queueTimer);
     this.queueTimer = undefined;
+    this.stopStageTimer();
     return this.queue.clear();
   }
 

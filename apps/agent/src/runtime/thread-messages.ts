@@ -9,10 +9,29 @@
  *
  * Everything here must survive structured cloning (`postMessage`): plain
  * objects, strings, numbers, bigints, no functions, no class instances. Times
- * that cross the boundary are wall-clock milliseconds (`...AtMs`); monotonic
- * readings never cross, because each thread's `performance.now()` has its own
- * origin.
+ * that cross the boundary are wall-clock milliseconds (`...AtMs`), except a
+ * staged offer's `startAt`, a reading of `sharedMonotonicMs`: each thread's
+ * `performance.now()` has its own origin, so those never cross.
  */
+
+/**
+ * Milliseconds on the one monotonic clock every thread of the process reads
+ * alike (process.hrtime). The only monotonic reading that crosses between the
+ * threads: a staged offer's start (decision 0030).
+ */
+export function sharedMonotonicMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
+/**
+ * A pre-dispatched lease whose start is at most this far ahead is handed to
+ * the handler thread before its instant (staged, decision 0030), which starts
+ * it then: a spike's offers are packed, posted and unpacked before it is due,
+ * and it drains on the handler thread without a round trip to the session
+ * thread. A withdrawal (a cancel, pause or edit) of a staged lease is refused,
+ * as for a started one.
+ */
+export const STAGE_AHEAD_MS = 250;
 
 /**
  * A pre-dispatched lease whose start has come waits for a free slot of the
@@ -20,7 +39,8 @@
  * thread's own short one) while slots keep freeing: it is given back, so that
  * another agent runs it instead of this busy one, once no slot has freed for
  * START_GRACE_MS since its start (on the handler thread: since it arrived
- * there), and in any case START_WAIT_MAX_MS after it. A spike of short jobs
+ * there, or, staged, since its start), and in any case START_WAIT_MAX_MS after
+ * it. A spike of short jobs
  * drains through the queue; a queue behind long runs is handed back within
  * half a second.
  */
@@ -126,7 +146,11 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 /** Session thread -> handler thread. */
 export type ToExecutor =
   /** A new lease to run. */
-  | { readonly type: 'offer'; readonly lease: LeaseOffer }
+  /**
+   * `startAt` (sharedMonotonicMs): staged ahead of its start (STAGE_AHEAD_MS), started no earlier; absent:
+   * start now.
+   */
+  | { readonly type: 'offer'; readonly lease: LeaseOffer; readonly startAt?: number }
   /** A held lease is gone: abort its handler (if any) and report nothing. */
   | {
       readonly type: 'lost';

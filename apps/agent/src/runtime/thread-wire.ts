@@ -70,7 +70,7 @@ function packToExecutor(batch: readonly ToExecutor[]): unknown[] {
   for (const message of batch) {
     if (message.type === 'offer') {
       const o = message.lease;
-      flat.push(OFFER, o.jobId, o.generation, o.runId, o.task, o.payloadJson, o.attempt, o.maxAttempts, o.timeoutMs, o.scheduledForMs, o.traceparent);
+      flat.push(OFFER, o.jobId, o.generation, o.runId, o.task, o.payloadJson, o.attempt, o.maxAttempts, o.timeoutMs, o.scheduledForMs, o.traceparent, message.startAt);
     } else if (message.type === 'event' && message.event.name === 'outcome-acked') {
       const e = message.event;
       flat.push(OUTCOME_ACKED, e.jobId, e.generation, e.result);
@@ -99,8 +99,9 @@ function unpackToExecutor(flat: readonly unknown[]): ToExecutor[] {
         scheduledForMs: flat[i + 8] as number | null,
         ...(flat[i + 9] === undefined ? {} : { traceparent: flat[i + 9] as string | null }),
       };
-      i += 10;
-      batch.push({ type: 'offer', lease });
+      const startAt = flat[i + 10] as number | undefined;
+      i += 11;
+      batch.push(startAt === undefined ? { type: 'offer', lease } : { type: 'offer', lease, startAt });
     } else if (code === OUTCOME_ACKED) {
       const event = { name: 'outcome-acked', jobId: flat[i] as string, generation: flat[i + 1] as bigint, result: flat[i + 2] as OutcomeAcked['result'] } as const;
       i += 3;

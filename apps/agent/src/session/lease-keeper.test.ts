@@ -252,6 +252,22 @@ describe('LeaseKeeper: pre-dispatched (waiting) leases', () => {
     expect(keeper.anyOffered()).toBe(false);
   });
 
+  it('staging: waiting leases whose start is within the horizon are offered ahead with their start, earliest first, at most `room`', () => {
+    const keeper = new LeaseKeeper(200);
+    const C = { jobId: 'c', generation: 1n };
+    keeper.holdWaiting(A, 'sleep', 10_000, 1_000, offer(A), 2_200);
+    keeper.holdWaiting(B, 'sleep', 10_000, 1_000, offer(B), 2_100);
+    keeper.holdWaiting(C, 'sleep', 10_000, 1_000, offer(C), 9_000);
+    expect(keeper.stageDue(2_250, 1)).toEqual([{ offer: offer(B), startAt: 2_100 }]);
+    expect(keeper.stageDue(2_250, 5)).toEqual([{ offer: offer(A), startAt: 2_200 }]);
+    // Offered: counted as the handler thread's, and no longer withdrawable; C is beyond the horizon.
+    expect(keeper.handlerSlotsInUse()).toBe(2);
+    expect(keeper.offeredCount()).toBe(2);
+    expect(keeper.withdraw(A)).toBeUndefined();
+    expect(keeper.get(C)?.phase.kind).toBe('waiting');
+    expect(keeper.nextStart(2_000, grace)).toBe(9_000);
+  });
+
   it('a queued lease whose release instant comes without a slot is forgotten, to be given back', () => {
     const keeper = new LeaseKeeper(200);
     keeper.holdWaiting(A, 'sleep', 10_000, 1_000, offer(A), 2_000);

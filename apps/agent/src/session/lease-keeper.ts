@@ -289,6 +289,20 @@ export class LeaseKeeper {
     return { offers, blocked: false };
   }
 
+  /**
+   * Waiting leases whose start is at most `horizon` (the session's clock), earliest first, at most `room`
+   * of them: now offered ahead of their start (staged, decision 0030); returns each offer with its start.
+   */
+  stageDue(horizon: number, room: number): { offer: LeaseOffer; startAt: number }[] {
+    const staged: { offer: LeaseOffer; startAt: number }[] = [];
+    for (let first = this.firstStart(); first !== undefined && first.phase.startAt <= horizon && staged.length < room; first = this.firstStart()) {
+      this.starts.pop();
+      staged.push({ offer: first.phase.offer, startAt: first.phase.startAt });
+      this.setPhase(first.lease, { kind: 'offered' });
+    }
+    return staged;
+  }
+
   /** Whether a waiting lease's start has come (`startAt <= now`): after `startDue`, one that found no slot. */
   anyStarted(now: number): boolean {
     const first = this.firstStart();
@@ -298,6 +312,11 @@ export class LeaseKeeper {
   /** Whether the handler thread has a lease it has not reported started. */
   anyOffered(): boolean {
     return this.phaseCounts.offered > 0;
+  }
+
+  /** Leases the handler thread has and has not reported started (queued there, or staged). */
+  offeredCount(): number {
+    return this.phaseCounts.offered;
   }
 
   /** Leases the handler thread has (offered or running): each takes one of its slots. */

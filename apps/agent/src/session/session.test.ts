@@ -15,6 +15,7 @@ import { ControlledTask } from '../test-support/controlled-task';
 import { FakeCoordinator, type FakeCoordinatorOptions, type FakeStream } from '../test-support/fake-coordinator';
 import { EventLog, waitFor } from '../test-support/wait-for';
 import { OUTCOME_HOLD_MAX_MS } from './session';
+import { STAGE_AHEAD_MS } from '../runtime/thread-messages';
 
 const cleanups: (() => Promise<void>)[] = [];
 
@@ -413,6 +414,37 @@ describe('agent session', () => {
       stream.assign({ jobId: 'on-time', task: 'controlled', startAtMs: at });
       await log.wait('started', (i) => i.jobId === 'on-time');
       expect(Date.now()).toBeGreaterThanOrEqual(at);
+    });
+
+    it('hands a lease to the handler thread STAGE_AHEAD_MS before its start, and refuses to withdraw it from then on; one further ahead is withdrawn', async () => {
+      const { log, stream } = await setup({ internals: { startGraceMs: 60_000 } });
+      const at = Date.now() + STAGE_AHEAD_MS + 1_500;
+      stream.assign({ jobId: 'far', task: 'controlled', startAtMs: at });
+      stream.assign({ jobId: 'near', task: 'controlled', startAtMs: Date.now() + STAGE_AHEAD_MS / 2 });
+      // Within the window on arrival: staged at once (the handler thread's 'assigned'), started on its instant.
+      await log.wait('assigned', (i) => i.jobId === 'near');
+      expect(log.find('started', (i) => i.jobId === 'near')).toBeUndefined();
+      stream.withdraw([{ jobId: 'near' }, { jobId: 'far' }]);
+      await waitFor('the answers', () => (stream.withdrawRefusals().length > 0 && stream.releases().length > 0) || undefined);
+      expect(stream.withdrawRefusals().map((l) => l.jobId)).toEqual(['near']);
+      expect(stream.releases().map((l) => l.jobId)).toEqual(['far']);
+      expect(log.find('assigned', (i) => i.jobId === 'far')).toBeUndefined();
+      // A staged lease is as good as started: it runs.
+      await log.wait('started', (i) => i.jobId === 'near');
+    });
+
+    it('does not hold outcomes for staged leases whose start is still ahead', async () => {
+      const { log, controlled, stream } = await setup({ agent: { capacity: 1, preDispatchQueue: 3 }, internals: { startGraceMs: 60_000 } });
+      stream.assign({ jobId: 'now', task: 'controlled' });
+      await log.wait('started', (i) => i.jobId === 'now');
+      const at = Date.now() + STAGE_AHEAD_MS - 50;
+      stream.assign({ jobId: 's1', task: 'controlled', startAtMs: at }, { jobId: 's2', task: 'controlled', startAtMs: at }, { jobId: 's3', task: 'controlled', startAtMs: at });
+      await log.wait('assigned', (i) => i.jobId === 's3');
+      // Three staged beyond the one slot: before their start they wait for no slot, so the outcome leaves at once.
+      controlled.finish('now');
+      await log.wait('outcome-acked', (i) => i.jobId === 'now');
+      expect(log.find('started', (i) => i.jobId === 's1')).toBeUndefined();
+      await log.wait('started', (i) => i.jobId === 's1');
     });
 
     it('starts one whose start has already passed on arrival at once', async () => {

@@ -76,12 +76,15 @@ import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
 import { AgentService, createGrpcClient, type Assignment, type CoordinatorMessage, type LeaseRef, type RenewReply } from '@kairos/proto';
 import { backoffDelayMs, RECONNECT_BACKOFF } from './backoff';
+import { MinHeap } from './min-heap';
 import { StreamLink, type AgentClient } from './stream-link';
 import { defaultTrustMarginMs, LeaseKeeper, type HeldLease } from './lease-keeper';
 import { DbOffset } from './db-offset';
 import { handlerQueueLimit } from '../runtime/handler-queue';
 import {
   leaseId,
+  sharedMonotonicMs,
+  STAGE_AHEAD_MS,
   START_GRACE_MS,
   startGiveBackAt,
   startQueueStalled,
@@ -248,6 +251,12 @@ export class AgentSession {
   private clockSyncTimer: NodeJS.Timeout | undefined;
   /** Some waiting lease's start has come but found no free slot: a slot that frees starts it. */
   private startsBlocked = false;
+  /**
+   * The starts (this thread's clock) of the leases staged on the handler thread, while each is still
+   * ahead (`stagedAhead`): until its start a staged lease takes no slot, so it does not make the handler
+   * thread's queue look blocked (`startsWaiting`).
+   */
+  private readonly stagedStarts = new MinHeap<number>((a, b) => a < b);
   private startSoon = false;
   /** A startDue that also fills the handler thread's queue is set for the next turn. */
   private queueAheadSoon = false;
@@ -674,6 +683,14 @@ export class AgentSession {
     const arming = ++this.startArming;
     const at = this.keeper.nextStart(now, this.startsBlocked ? this.releaseAt : () => now);
     if (at === undefined) return;
+    if (at > now && !this.startsBlocked && this.stageRoom() > 0) {
+      // Staged STAGE_AHEAD_MS before its start (startDue): the handler thread times the start itself.
+      const stageIn = Math.max(0, Math.ceil(at - STAGE_AHEAD_MS - now));
+      this.startTimer = setTimeout(() => {
+        if (arming === this.startArming && this.state.kind !== 'closed') this.startDue();
+      }, stageIn);
+      return;
+    }
     const wait = at - now;
     if (wait <= START_SPIN_MS) this.startAt(at, arming);
     else this.startTimer = setTimeout(() => this.startAt(at, arming), Math.floor(wait - START_SPIN_MS));
@@ -713,6 +730,7 @@ export class AgentSession {
       });
     }
     this.startsBlocked = blocked;
+    if (!blocked) this.stage(now);
     // The queue moved on: outcomes held while it was blocked leave once its last offers have started.
     if (!blocked && this.outcomeHoldTimer !== undefined) this.releaseHeldOutcomesOnceStarted();
     if (blocked) {
@@ -725,6 +743,36 @@ export class AgentSession {
       }
     }
     this.scheduleStart();
+  }
+
+  /**
+   * Offers the waiting leases whose start is at most STAGE_AHEAD_MS away to the handler thread now, each
+   * with its start on the shared clock (decision 0030): a spike's offers cross before it is due, and the
+   * handler thread starts them on the instant and drains them through its slots with no round trip to
+   * this thread. Called when no lease whose start has come waits for a slot (those go first).
+   */
+  private stage(now: number): void {
+    const room = this.stageRoom();
+    if (room <= 0) return;
+    const staged = this.keeper.stageDue(now + STAGE_AHEAD_MS, room);
+    if (staged.length === 0) return;
+    // This thread's clock to the one both threads read (read together: `now` may be a while ago).
+    const toShared = sharedMonotonicMs() - this.now();
+    for (const { offer, startAt } of staged) {
+      this.host.post({ type: 'offer', lease: offer, startAt: startAt + toShared });
+      this.stagedStarts.push(startAt);
+    }
+  }
+
+  /** How many staged leases' starts are still ahead at `now`. */
+  private stagedAhead(now: number): number {
+    while ((this.stagedStarts.peek() ?? Number.POSITIVE_INFINITY) <= now) this.stagedStarts.pop();
+    return this.stagedStarts.size;
+  }
+
+  /** How many more leases the handler thread may hold: all the agent may hold, less those it has. */
+  private stageRoom(): number {
+    return this.config.capacity + (this.config.preDispatchQueue ?? 0) - this.keeper.handlerSlotsInUse();
   }
 
   /**
@@ -957,7 +1005,7 @@ export class AgentSession {
    * queue, or offered beyond the handler thread's slots (its own queue).
    */
   private startsWaiting(): boolean {
-    return this.startsBlocked || this.keeper.handlerSlotsInUse() > this.config.capacity;
+    return this.startsBlocked || this.keeper.handlerSlotsInUse() - this.stagedAhead(this.now()) > this.config.capacity;
   }
 
   /**
@@ -970,7 +1018,10 @@ export class AgentSession {
     this.holdCheckSoon = true;
     queueMicrotask(() => {
       this.holdCheckSoon = false;
-      if (this.outcomeHoldTimer !== undefined && !this.startsBlocked && !this.keeper.anyOffered()) this.releaseHeldOutcomes();
+      // Staged leases whose start is still ahead do not count: the held outcomes need not wait for them.
+      if (this.outcomeHoldTimer !== undefined && !this.startsBlocked && this.keeper.offeredCount() <= this.stagedAhead(this.now())) {
+        this.releaseHeldOutcomes();
+      }
     });
   }
 

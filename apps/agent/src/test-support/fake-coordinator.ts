@@ -127,6 +127,11 @@ export class FakeStream {
     this.send({ kind: { case: 'drain', value: { graceMs } } });
   }
 
+  /** Asks for pre-dispatched leases back (a cancel, pause or edit of their jobs). */
+  withdraw(leases: { jobId: string; generation?: bigint }[]): void {
+    this.send({ kind: { case: 'withdraw', value: { leases: leases.map((lease) => ({ jobId: lease.jobId, leaseGeneration: lease.generation ?? 1n })) } } });
+  }
+
   /** Ends the stream with status OK. */
   end(): void {
     if (this.finished) return;
@@ -170,6 +175,11 @@ export class FakeStream {
 
   releases(): LeaseRef[] {
     return this.of('release').flatMap((message) => message.leases);
+  }
+
+  /** Leases the agent refused to withdraw (WithdrawRefused), in order. */
+  withdrawRefusals(): LeaseRef[] {
+    return this.of('withdrawRefused').flatMap((message) => message.leases);
   }
 
   /** The reason of each Release message, in order. */
