@@ -29,10 +29,11 @@ class ScriptedChannel implements SessionChannel {
     this.disposed = true;
   }
 
-  offer(jobId: string, overrides: Partial<LeaseOffer> = {}, startAt?: number): void {
+  /** `startAt` (sharedMonotonicMs): staged, trusted until `trustUntil` (default: a minute after its start). */
+  offer(jobId: string, overrides: Partial<LeaseOffer> = {}, startAt?: number, trustUntil = (startAt ?? 0) + 60_000): void {
     this.listeners?.onMessage({
       type: 'offer',
-      ...(startAt === undefined ? {} : { startAt }),
+      ...(startAt === undefined ? {} : { staged: { startAt, trustUntil } }),
       lease: {
         jobId,
         generation: 1n,
@@ -241,6 +242,58 @@ describe('agent runtime (main thread)', () => {
         reason: 'no free slot: the start queue did not move for 100 ms',
       });
       expect(log.find('started', (i) => i.jobId === 'stuck')).toBeUndefined();
+    });
+
+    it('a withdrawal gives back an offer not yet started (staged, or queued for a slot) and refuses a started one', async () => {
+      const { channel, log } = await setup({ capacity: 1 }, { startGraceMs: 60_000 });
+      channel.offer('running');
+      channel.offer('queued');
+      channel.offer('staged', {}, sharedMonotonicMs() + 60_000);
+      for (const jobId of ['staged', 'queued', 'running', 'unknown']) {
+        channel.listeners?.onMessage({ type: 'withdraw', lease: { jobId, generation: 1n } });
+      }
+      expect(channel.posted.slice(1)).toEqual([
+        { type: 'release', lease: { jobId: 'staged', generation: 1n }, reason: 'withdrawn before its start (the job was cancelled, paused or edited)' },
+        { type: 'release', lease: { jobId: 'queued', generation: 1n }, reason: 'withdrawn before its start (the job was cancelled, paused or edited)' },
+        { type: 'withdraw-refused', lease: { jobId: 'running', generation: 1n } },
+        { type: 'withdraw-refused', lease: { jobId: 'unknown', generation: 1n } },
+      ]);
+      expect(log.find('started', (i) => i.jobId !== 'running')).toBeUndefined();
+    });
+
+    it('a staged start that passes while another start holds the thread still gets its grace: given back, not stranded', async () => {
+      // A handler that holds the thread for 40 ms as it starts (a cold module load, say), then runs on.
+      const blocking = () => {
+        const until = performance.now() + 40;
+        while (performance.now() < until);
+        return new Promise<void>(() => undefined);
+      };
+      const controlled = new ControlledTask();
+      const { channel } = await setup({ capacity: 1, tasks: ['controlled', 'blocking'], handlers: { controlled: controlled.handler, blocking } }, { startGraceMs: 100 });
+      const at = sharedMonotonicMs() + 30;
+      channel.offer('slow', { task: 'blocking' }, at);
+      // Its start passes while the slow one's start holds the thread, and the one slot stays busy.
+      channel.offer('next', {}, at + 10);
+      await waitFor('the release', () => channel.posted.some((m) => m.type === 'release'));
+      expect(sharedMonotonicMs()).toBeGreaterThanOrEqual(at + 10 + 99);
+      expect(channel.types()).toEqual(['started:slow', 'release:next']);
+    });
+
+    it('never starts a staged offer its slot reaches after its trust window: gives it back; a renewal moves the window', async () => {
+      const { channel, controlled, log } = await setup({ capacity: 1 }, { startGraceMs: 60_000 });
+      channel.offer('busy');
+      const startAt = sharedMonotonicMs() + 20;
+      channel.offer('expired', {}, startAt, startAt + 30);
+      channel.offer('renewed', {}, startAt, startAt + 30);
+      channel.listeners?.onMessage({ type: 'trust', leases: [{ lease: { jobId: 'renewed', generation: 1n }, until: startAt + 60_000 }] });
+      await waitFor('both trust windows as staged to end', () => sharedMonotonicMs() >= startAt + 40 || undefined);
+      controlled.finish('busy');
+      await log.wait('started', (i) => i.jobId === 'renewed');
+      expect(channel.posted.find((m) => m.type === 'release')).toMatchObject({
+        lease: { jobId: 'expired' },
+        reason: 'its trust window ended before it could start (the agent was held up)',
+      });
+      expect(log.find('started', (i) => i.jobId === 'expired')).toBeUndefined();
     });
 
     it('drops a staged offer whose lease is lost, ends one an operator aborts as cancelled, and a drain gives the rest back, none started', async () => {

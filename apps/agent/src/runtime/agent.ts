@@ -10,7 +10,9 @@
  *     (only it knows whether the handler was called), and how a run ended.
  *     An offer that finds every slot busy waits in a short queue here
  *     (handler-queue.ts) and starts when a run ends, in that turn; one that
- *     waits too long is released unstarted.
+ *     waits too long is released unstarted. A pre-dispatched offer staged
+ *     ahead of its start (decision 0030) waits here until it, timed by this
+ *     thread, and then like a queued one.
  *
  * Lifecycle (tagged union `Lifecycle`)
  *   running ──drain()──> draining ──session drained──> stopped
@@ -37,7 +39,10 @@ import {
   type LeaseKey,
   type LeaseOffer,
   type SessionEvent,
+  type StagedStart,
   type ToExecutor,
+  STAGED_TRUST_ENDED,
+  WITHDRAWN_BEFORE_START,
 } from './thread-messages';
 
 export interface RunningAgent {
@@ -148,6 +153,11 @@ class AgentRuntime implements RunningAgent, SessionListeners {
   private stageTimer: NodeJS.Timeout | undefined;
   private stageTimerAt = Number.POSITIVE_INFINITY;
   private stageArming = 0;
+  /**
+   * performance.now() minus sharedMonotonicMs() on this thread: constant (both are the same monotonic
+   * clock), read once, so that offers staged for one instant keep one instant here, in arrival order.
+   */
+  private readonly sharedToLocal = performance.now() - sharedMonotonicMs();
 
   constructor(
     private readonly options: AgentOptions,
@@ -188,7 +198,7 @@ class AgentRuntime implements RunningAgent, SessionListeners {
   onMessage(message: ToExecutor): void {
     switch (message.type) {
       case 'offer':
-        this.onOffer(message.lease, message.startAt);
+        this.onOffer(message.lease, message.staged);
         return;
       case 'abort': {
         const id = leaseId(message.lease);
@@ -199,6 +209,16 @@ class AgentRuntime implements RunningAgent, SessionListeners {
         if (queued !== undefined) this.onDecided(queued, { kind: 'cancelled', error: 'aborted by an operator before it started' }, 0);
         return;
       }
+      case 'withdraw': {
+        // Not started (staged, or queued for a slot): given back, and it never starts. Started: kept.
+        const offer = this.queue.remove(leaseId(message.lease));
+        if (offer === undefined) this.post({ type: 'withdraw-refused', lease: message.lease });
+        else this.post({ type: 'release', lease: keyOf(offer), reason: WITHDRAWN_BEFORE_START });
+        return;
+      }
+      case 'trust':
+        for (const { lease, until } of message.leases) this.queue.trust(leaseId(lease), until + this.sharedToLocal);
+        return;
       case 'lost': {
         const id = leaseId(message.lease);
         // A queued offer is dropped unstarted; like a run aborted for a lost lease, nothing is reported.
@@ -233,18 +253,18 @@ class AgentRuntime implements RunningAgent, SessionListeners {
     this.events.emit('failed', { error });
   }
 
-  private onOffer(offer: LeaseOffer, startAt: number | undefined): void {
+  private onOffer(offer: LeaseOffer, staged: StagedStart | undefined): void {
     if (this.events.listenerCount('assigned') > 0) this.events.emit('assigned', runInfo(offer));
     if (this.lifecycle.kind !== 'running') {
       this.post({ type: 'release', lease: keyOf(offer), reason: 'agent is draining' });
       return;
     }
     const now = performance.now();
-    // The start on this thread's clock (it crossed on the clock both threads share).
-    const localStartAt = startAt === undefined ? now : startAt - sharedMonotonicMs() + now;
-    if (localStartAt > now) {
+    // Its instants on this thread's clock (they crossed on the clock both threads share).
+    const toLocal = this.sharedToLocal;
+    if (staged !== undefined && staged.startAt + toLocal > now) {
       // Staged ahead of its start (decision 0030): started by the stage timer, or by a slot freeing after it.
-      if (this.queue.stage(leaseId(offer), offer, localStartAt)) {
+      if (this.queue.stage(leaseId(offer), offer, staged.startAt + toLocal, staged.trustUntil + toLocal)) {
         this.armStageTimer();
         return;
       }
@@ -274,9 +294,15 @@ class AgentRuntime implements RunningAgent, SessionListeners {
     this.queue.slotFreed(now);
     while (this.lifecycle.kind === 'running' && this.executor.running < this.options.capacity) {
       const next = this.queue.shift(now);
-      if (next === undefined) return;
+      if (next === undefined) break;
       this.run(next);
     }
+    this.releaseUntrusted();
+  }
+
+  /** Gives back the staged offers the queue found past their trust window, never started. */
+  private releaseUntrusted(): void {
+    for (const offer of this.queue.takeUntrusted()) this.post({ type: 'release', lease: keyOf(offer), reason: STAGED_TRUST_ENDED });
   }
 
   /** One timer, for the first queued offer's deadline; on firing it gives back the overdue ones and re-arms. */
@@ -296,11 +322,11 @@ class AgentRuntime implements RunningAgent, SessionListeners {
   }
 
   /**
-   * One timer, for the earliest staged start: armed STAGE_SPIN_MS before it, then turn by turn until the
+   * One timer, for the earliest staged start still ahead: armed STAGE_SPIN_MS before it, then turn by turn until the
    * clock reads it; re-armed when an earlier one is staged.
    */
-  private armStageTimer(): void {
-    const at = this.queue.nextStagedAt();
+  private armStageTimer(now = performance.now()): void {
+    const at = this.queue.nextStagedAfter(now);
     if (at === undefined || this.stageTimerAt <= at) return;
     this.stopStageTimer();
     this.stageTimerAt = at;
@@ -331,8 +357,14 @@ class AgentRuntime implements RunningAgent, SessionListeners {
       if (next === undefined) break;
       this.run(next);
     }
-    if (this.queue.anyWaiting(now)) this.armQueueTimer();
-    this.armStageTimer();
+    this.releaseUntrusted();
+    // One reading for both checks, taken after the starts (a handler's start may take a while): a staged
+    // offer whose start has passed by then waits for a slot and is given back after the grace (the queue
+    // timer), one still ahead gets the stage timer. Read before the starts, an offer whose start passed
+    // during them would have neither, and wait for a slot for ever.
+    const after = performance.now();
+    if (this.queue.anyWaiting(after)) this.armQueueTimer();
+    this.armStageTimer(after);
   }
 
   /** Takes every queued and staged offer off, unstarted, and stops their timers; returns them (to give back, or to forget). */

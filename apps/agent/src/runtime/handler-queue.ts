@@ -42,30 +42,23 @@ interface Waiting {
 interface Staged {
   readonly id: string;
   readonly offer: LeaseOffer;
-  /** This thread's clock (performance.now()). */
+  /** This thread's clock (performance.now()), as `trustUntil`. */
   readonly startAt: number;
+  trustUntil: number;
 }
 
 export class HandlerQueue {
-  /** By lease id. */
-  private readonly waiting = new Map<string, Waiting>();
-  /**
-   * Arrival order, from `head`: the first live entry (still in `waiting`) is the next to start. An array
-   * with a moving head, not the Map's own order: taking entries off the front of a Map leaves holes that
-   * every later walk from its start steps over (quadratic over a spike's queue).
-   */
-  private order: Waiting[] = [];
-  private head = 0;
+  /** Offers that arrived with their start come, in arrival order. */
+  private readonly waiting = new OrderedEntries<Waiting>();
   private lastFreedAt = Number.NEGATIVE_INFINITY;
-  /** Staged offers by lease id. */
-  private readonly staged = new Map<string, Staged>();
   /**
-   * Staged offers by start, from `stagedHead` (an entry no longer in `staged` is stepped over). Sorted on
-   * insertion: the session stages in start order, so nearly every insertion is an append, and a spike
-   * (thousands of one start) is taken off the front at O(1) each, where a heap cost a sift per offer.
+   * Staged offers by start. The session stages in start order, so nearly every insertion is an append,
+   * and a spike (thousands of one start) comes off the front at O(1) each, where a heap cost a sift per
+   * offer.
    */
-  private byStart: Staged[] = [];
-  private stagedHead = 0;
+  private readonly staged = new OrderedEntries<Staged>((entry) => entry.startAt);
+  /** Staged offers whose trust window ended before a slot took them (`shift`), until `takeUntrusted`. */
+  private untrusted: LeaseOffer[] = [];
 
   constructor(
     /** Most offers it holds that arrived with their start come; the session never offers more than this beyond the free slots. */
@@ -83,88 +76,74 @@ export class HandlerQueue {
   /** Whether an offer whose start has come waits for a slot at `now` (queued, or staged and due). */
   anyWaiting(now: number): boolean {
     if (this.waiting.size > 0) return true;
-    const staged = this.firstStaged();
+    const staged = this.staged.first();
     return staged !== undefined && staged.startAt <= now;
   }
 
   /** Queues an offer whose start has come; false when the queue is full (the caller gives it back). */
   add(id: string, offer: LeaseOffer, now: number): boolean {
     if (this.waiting.size >= this.limit || this.waiting.has(id) || this.staged.has(id)) return false;
-    const entry = { id, offer, arrivedAt: now };
-    this.waiting.set(id, entry);
-    this.order.push(entry);
+    this.waiting.add({ id, offer, arrivedAt: now });
     return true;
   }
 
-  /** Stages an offer until `startAt` (this thread's clock); false when full or already here (the caller gives it back). */
-  stage(id: string, offer: LeaseOffer, startAt: number): boolean {
+  /**
+   * Stages an offer to start between `startAt` and `trustUntil` (this thread's clock); false when full or
+   * already here (the caller gives it back).
+   */
+  stage(id: string, offer: LeaseOffer, startAt: number, trustUntil: number): boolean {
     if (this.staged.size >= this.stageLimit || this.staged.has(id) || this.waiting.has(id)) return false;
-    const entry = { id, offer, startAt };
-    this.staged.set(id, entry);
-    const byStart = this.byStart;
-    if (byStart.length === this.stagedHead || byStart[byStart.length - 1]!.startAt <= startAt) {
-      byStart.push(entry);
-    } else {
-      // After every entry that starts no later: offers of one start keep their arrival order.
-      let low = this.stagedHead;
-      let high = byStart.length;
-      while (low < high) {
-        const middle = (low + high) >>> 1;
-        if (byStart[middle]!.startAt <= startAt) low = middle + 1;
-        else high = middle;
-      }
-      byStart.splice(low, 0, entry);
-    }
+    this.staged.add({ id, offer, startAt, trustUntil });
     return true;
   }
 
-  /** The earliest staged start (this thread's clock), undefined when none is staged. */
-  nextStagedAt(): number | undefined {
-    return this.firstStaged()?.startAt;
+  /**
+   * The earliest staged start after `now` (this thread's clock), undefined when none is ahead: when the
+   * stage timer must next fire. (A staged offer whose start has passed waits for a slot, and a slot that
+   * frees starts it.)
+   */
+  nextStagedAfter(now: number): number | undefined {
+    return this.staged.firstKeyAfter(now);
   }
 
-  /** The next offer to start at `now`, taken off: the queue's first arrival, else the earliest staged start that has come. */
+  /**
+   * The next offer to start at `now`, taken off: the queue's first arrival, else the earliest staged start
+   * that has come. A staged offer whose trust window has ended is taken off too but never returned: it
+   * waits in `takeUntrusted`, to be given back.
+   */
   shift(now: number): LeaseOffer | undefined {
-    const entry = this.firstWaiting();
-    if (entry !== undefined) {
-      this.waiting.delete(entry.id);
-      this.head++;
-      return entry.offer;
+    const waiting = this.waiting.shift();
+    if (waiting !== undefined) return waiting.offer;
+    for (let staged = this.staged.first(); staged !== undefined && staged.startAt <= now; staged = this.staged.first()) {
+      this.staged.shift();
+      if (staged.trustUntil > now) return staged.offer;
+      this.untrusted.push(staged.offer);
     }
-    const staged = this.firstStaged();
-    if (staged === undefined || staged.startAt > now) return undefined;
-    this.takeStaged(staged);
-    return staged.offer;
+    return undefined;
+  }
+
+  /** A renewal moved a staged offer's trust window to `until` (this thread's clock); ignored for any other. */
+  trust(id: string, until: number): void {
+    const staged = this.staged.get(id);
+    if (staged !== undefined && until > staged.trustUntil) staged.trustUntil = until;
+  }
+
+  /** Takes the staged offers `shift` found past their trust window. */
+  takeUntrusted(): LeaseOffer[] {
+    if (this.untrusted.length === 0) return [];
+    const offers = this.untrusted;
+    this.untrusted = [];
+    return offers;
   }
 
   /** Takes one offer off the queue or the staged ones (lost, aborted); undefined if it is not here. */
   remove(id: string): LeaseOffer | undefined {
-    const entry = this.waiting.get(id) ?? this.staged.get(id);
-    if (entry === undefined) return undefined;
-    this.waiting.delete(id);
-    this.staged.delete(id);
-    // Removed entries stay in the arrival order and the heap until they reach the front; bounded here.
-    if (this.order.length - this.head > 2 * this.waiting.size + 64) {
-      this.order = this.order.filter((item, index) => index >= this.head && this.waiting.get(item.id) === item);
-      this.head = 0;
-    }
-    if (this.byStart.length - this.stagedHead > 2 * this.staged.size + 64) {
-      this.byStart = this.byStart.filter((item, index) => index >= this.stagedHead && this.staged.get(item.id) === item);
-      this.stagedHead = 0;
-    }
-    return entry.offer;
+    return (this.waiting.delete(id) ?? this.staged.delete(id))?.offer;
   }
 
   /** Takes every queued and staged offer off (draining, closing). */
   clear(): LeaseOffer[] {
-    const offers = [...this.waiting.values(), ...this.staged.values()].map((entry) => entry.offer);
-    this.waiting.clear();
-    this.order = [];
-    this.head = 0;
-    this.staged.clear();
-    this.byStart = [];
-    this.stagedHead = 0;
-    return offers;
+    return [...this.waiting.clear(), ...this.staged.clear()].map((entry) => entry.offer);
   }
 
   /** A slot of the handler thread freed at `now`: the queue moved. */
@@ -179,36 +158,98 @@ export class HandlerQueue {
   overdue(now: number): LeaseOffer[] {
     const late: LeaseOffer[] = [];
     // In arrival (start) order, so deadlines only grow along each: the first not yet due ends the search.
-    for (let entry = this.firstWaiting(); entry !== undefined && this.deadlineOf(entry.arrivedAt) <= now; entry = this.firstWaiting()) {
-      this.waiting.delete(entry.id);
-      this.head++;
-      late.push(entry.offer);
+    for (let entry = this.waiting.first(); entry !== undefined && this.deadlineOf(entry.arrivedAt) <= now; entry = this.waiting.first()) {
+      late.push(this.waiting.shift()!.offer);
     }
-    for (let staged = this.firstStaged(); staged !== undefined && this.deadlineOf(staged.startAt) <= now; staged = this.firstStaged()) {
-      this.takeStaged(staged);
-      late.push(staged.offer);
+    for (let entry = this.staged.first(); entry !== undefined && this.deadlineOf(entry.startAt) <= now; entry = this.staged.first()) {
+      late.push(this.staged.shift()!.offer);
     }
     return late;
   }
 
   /** When the first offer becomes overdue, unless slots free first; undefined when none waits or is staged. */
   nextDeadline(): number | undefined {
-    const entry = this.firstWaiting();
-    const staged = this.firstStaged();
-    const deadlines = [entry && this.deadlineOf(entry.arrivedAt), staged && this.deadlineOf(staged.startAt)].filter((d) => d !== undefined);
-    return deadlines.length === 0 ? undefined : Math.min(...deadlines);
+    const waiting = this.waiting.first();
+    const staged = this.staged.first();
+    if (waiting === undefined) return staged === undefined ? undefined : this.deadlineOf(staged.startAt);
+    const deadline = this.deadlineOf(waiting.arrivedAt);
+    return staged === undefined ? deadline : Math.min(deadline, this.deadlineOf(staged.startAt));
   }
 
   private deadlineOf(since: number): number {
     return startGiveBackAt(since, this.lastFreedAt, this.graceMs);
   }
+}
 
-  /** The earliest arrival still waiting; entries taken off meanwhile are stepped over and the array compacted. */
-  private firstWaiting(): Waiting | undefined {
+/**
+ * Entries by id, in an order kept in an array read from a moving head: the
+ * first one is found and taken off in O(1), amortised. Not a Map's own order:
+ * taking entries off the front of a Map leaves holes that every later walk
+ * from its start steps over (quadratic over a spike). An entry deleted out of
+ * order stays in the array until the head passes it, bounded by compaction.
+ */
+class OrderedEntries<T extends { readonly id: string }> {
+  private readonly byId = new Map<string, T>();
+  private order: T[] = [];
+  private head = 0;
+
+  /** `key`: keep the entries sorted by it (equal keys in insertion order); without it, insertion order. */
+  constructor(private readonly key?: (entry: T) => number) {}
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  has(id: string): boolean {
+    return this.byId.has(id);
+  }
+
+  get(id: string): T | undefined {
+    return this.byId.get(id);
+  }
+
+  add(entry: T): void {
+    this.byId.set(entry.id, entry);
+    const order = this.order;
+    const key = this.key;
+    if (key === undefined || order.length === this.head || key(order[order.length - 1]!) <= key(entry)) {
+      order.push(entry);
+      return;
+    }
+    let low = this.head;
+    let high = order.length;
+    const value = key(entry);
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (key(order[middle]!) <= value) low = middle + 1;
+      else high = middle;
+    }
+    order.splice(low, 0, entry);
+  }
+
+  /**
+   * The first key greater than `value` among the entries (sorted by key; an entry deleted out of order
+   * may answer: its key is still in order), undefined when none.
+   */
+  firstKeyAfter(value: number): number | undefined {
+    const order = this.order;
+    const key = this.key!;
+    let low = this.head;
+    let high = order.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (key(order[middle]!) <= value) low = middle + 1;
+      else high = middle;
+    }
+    return low < order.length ? key(order[low]!) : undefined;
+  }
+
+  /** The first entry, left in place. */
+  first(): T | undefined {
     const order = this.order;
     while (this.head < order.length) {
       const entry = order[this.head]!;
-      if (this.waiting.get(entry.id) === entry) {
+      if (this.byId.get(entry.id) === entry) {
         if (this.head >= 1024 && this.head * 2 >= order.length) {
           this.order = order.slice(this.head);
           this.head = 0;
@@ -222,28 +263,32 @@ export class HandlerQueue {
     return undefined;
   }
 
-  /** The earliest staged start still here; entries taken off meanwhile are stepped over and the array compacted. */
-  private firstStaged(): Staged | undefined {
-    const byStart = this.byStart;
-    while (this.stagedHead < byStart.length) {
-      const entry = byStart[this.stagedHead]!;
-      if (this.staged.get(entry.id) === entry) {
-        if (this.stagedHead >= 1024 && this.stagedHead * 2 >= byStart.length) {
-          this.byStart = byStart.slice(this.stagedHead);
-          this.stagedHead = 0;
-        }
-        return entry;
-      }
-      this.stagedHead++;
-    }
-    this.byStart = [];
-    this.stagedHead = 0;
-    return undefined;
+  /** The first entry, taken off. */
+  shift(): T | undefined {
+    const entry = this.first();
+    if (entry === undefined) return undefined;
+    this.byId.delete(entry.id);
+    this.head++;
+    return entry;
   }
 
-  /** Takes `staged` (`firstStaged`'s answer) off. */
-  private takeStaged(staged: Staged): void {
-    this.stagedHead++;
-    this.staged.delete(staged.id);
+  delete(id: string): T | undefined {
+    const entry = this.byId.get(id);
+    if (entry === undefined) return undefined;
+    this.byId.delete(id);
+    if (this.order.length - this.head > 2 * this.byId.size + 64) {
+      this.order = this.order.filter((item, index) => index >= this.head && this.byId.get(item.id) === item);
+      this.head = 0;
+    }
+    return entry;
+  }
+
+  /** Takes every entry off, in order of addition. */
+  clear(): T[] {
+    const entries = [...this.byId.values()];
+    this.byId.clear();
+    this.order = [];
+    this.head = 0;
+    return entries;
   }
 }

@@ -10,7 +10,7 @@
  * Everything here must survive structured cloning (`postMessage`): plain
  * objects, strings, numbers, bigints, no functions, no class instances. Times
  * that cross the boundary are wall-clock milliseconds (`...AtMs`), except a
- * staged offer's `startAt`, a reading of `sharedMonotonicMs`: each thread's
+ * staged offer's instants (`StagedStart`), readings of `sharedMonotonicMs`: each thread's
  * `performance.now()` has its own origin, so those never cross.
  */
 
@@ -28,8 +28,8 @@ export function sharedMonotonicMs(): number {
  * the handler thread before its instant (staged, decision 0030), which starts
  * it then: a spike's offers are packed, posted and unpacked before it is due,
  * and it drains on the handler thread without a round trip to the session
- * thread. A withdrawal (a cancel, pause or edit) of a staged lease is refused,
- * as for a started one.
+ * thread. A withdrawal (a cancel, pause or edit) of a staged lease is answered
+ * by the handler thread, which gives it back if it has not started it.
  */
 export const STAGE_AHEAD_MS = 250;
 
@@ -56,6 +56,24 @@ export const START_WAIT_MAX_MS = 5_000;
 export function startGiveBackAt(since: number, lastSlotFreedAt: number, graceMs: number): number {
   return Math.min(since + Math.max(START_WAIT_MAX_MS, graceMs), Math.max(since, lastSlotFreedAt) + graceMs);
 }
+
+/** When a staged offer may start, on the clock both threads share (sharedMonotonicMs). */
+export interface StagedStart {
+  /** Not before this instant. */
+  readonly startAt: number;
+  /**
+   * Not after this one: the end of the lease's trust window when it was staged. A start the handler
+   * thread reaches later (the process was stopped, say) may be under a lease the coordinator has
+   * already expired and given to another run; the offer is given back instead.
+   */
+  readonly trustUntil: number;
+}
+
+/** The Release reason of a staged offer whose trust window ended before it could start. */
+export const STAGED_TRUST_ENDED = 'its trust window ended before it could start (the agent was held up)';
+
+/** The Release reason of a pre-dispatched lease given back unstarted because the coordinator asked for it (Withdraw). */
+export const WITHDRAWN_BEFORE_START = 'withdrawn before its start (the job was cancelled, paused or edited)';
 
 /** The Release reason of a lease given back by `startGiveBackAt`. */
 export function startQueueStalled(graceMs: number): string {
@@ -115,8 +133,10 @@ export type ToSession =
       /** The run's trace context, sent with the outcome (null: none). */
       readonly traceparent?: string | null;
     }
-  /** An offered lease will never be started (draining, or no free slot): give it back. */
+  /** An offered lease will never be started (draining, no free slot, withdrawn): give it back. */
   | { readonly type: 'release'; readonly lease: LeaseKey; readonly reason: string }
+  /** A `withdraw` of a lease this thread has started (or no longer has): it keeps it. */
+  | { readonly type: 'withdraw-refused'; readonly lease: LeaseKey }
   /** The agent is draining: tell the coordinator, take no new work. */
   | { readonly type: 'drain' }
   /** Draining: every handler has ended and its outcome was posted; flush and close. */
@@ -146,11 +166,8 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 /** Session thread -> handler thread. */
 export type ToExecutor =
   /** A new lease to run. */
-  /**
-   * `startAt` (sharedMonotonicMs): staged ahead of its start (STAGE_AHEAD_MS), started no earlier; absent:
-   * start now.
-   */
-  | { readonly type: 'offer'; readonly lease: LeaseOffer; readonly startAt?: number }
+  /** `staged`: handed over ahead of its start (STAGE_AHEAD_MS); absent: start now. */
+  | { readonly type: 'offer'; readonly lease: LeaseOffer; readonly staged?: StagedStart }
   /** A held lease is gone: abort its handler (if any) and report nothing. */
   | {
       readonly type: 'lost';
@@ -158,6 +175,18 @@ export type ToExecutor =
       readonly reason: LeaseLossReason;
       readonly source: LeaseLossSource;
     }
+  /**
+   * The coordinator asks for an offered lease back (a cancel, pause or edit of
+   * a pre-dispatched job): one that has not started (staged, or queued for a
+   * slot) is dropped and answered `release` (WITHDRAWN_BEFORE_START), any
+   * other `withdraw-refused`.
+   */
+  | { readonly type: 'withdraw'; readonly lease: LeaseKey }
+  /**
+   * Renewals moved the trust windows of offered leases (sharedMonotonicMs): a staged one among them may
+   * now start until `until` (StagedStart.trustUntil).
+   */
+  | { readonly type: 'trust'; readonly leases: readonly { readonly lease: LeaseKey; readonly until: number }[] }
   /**
    * An operator aborted the run: signal its handler, keep the lease, and post
    * the outcome once the handler has stopped (bounded by the abort grace).

@@ -12,7 +12,7 @@ const toExecutor: ToExecutor[] = [
   { type: 'offer', lease: { ...lease, runId: '43', task: 't', payloadJson: '{}', attempt: 1, maxAttempts: 1, timeoutMs: 500, scheduledForMs: null, traceparent: null } },
   { type: 'offer', lease: { ...lease, runId: '44', task: 't', payloadJson: '{}', attempt: 1, maxAttempts: 1, timeoutMs: 500, scheduledForMs: null } },
   // Staged ahead of its start (a reading of the shared monotonic clock).
-  { type: 'offer', lease: { ...lease, runId: '45', task: 't', payloadJson: '{}', attempt: 1, maxAttempts: 1, timeoutMs: 0, scheduledForMs: null }, startAt: 123_456.789 },
+  { type: 'offer', lease: { ...lease, runId: '45', task: 't', payloadJson: '{}', attempt: 1, maxAttempts: 1, timeoutMs: 0, scheduledForMs: null }, staged: { startAt: 123_456.789, trustUntil: 125_000.5 } },
   { type: 'event', event: { name: 'outcome-acked', jobId: lease.jobId, generation: 3n, result: 'STALE' } },
   { type: 'lost', lease, reason: 'expired', source: 'trust-window' },
   { type: 'event', event: { name: 'connected', coordinatorId: 'c1', leaseMs: 10_000, heartbeatIntervalMs: 3_333 } },

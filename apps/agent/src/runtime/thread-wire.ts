@@ -70,7 +70,7 @@ function packToExecutor(batch: readonly ToExecutor[]): unknown[] {
   for (const message of batch) {
     if (message.type === 'offer') {
       const o = message.lease;
-      flat.push(OFFER, o.jobId, o.generation, o.runId, o.task, o.payloadJson, o.attempt, o.maxAttempts, o.timeoutMs, o.scheduledForMs, o.traceparent, message.startAt);
+      flat.push(OFFER, o.jobId, o.generation, o.runId, o.task, o.payloadJson, o.attempt, o.maxAttempts, o.timeoutMs, o.scheduledForMs, o.traceparent, message.staged?.startAt, message.staged?.trustUntil);
     } else if (message.type === 'event' && message.event.name === 'outcome-acked') {
       const e = message.event;
       flat.push(OUTCOME_ACKED, e.jobId, e.generation, e.result);
@@ -100,8 +100,9 @@ function unpackToExecutor(flat: readonly unknown[]): ToExecutor[] {
         ...(flat[i + 9] === undefined ? {} : { traceparent: flat[i + 9] as string | null }),
       };
       const startAt = flat[i + 10] as number | undefined;
-      i += 11;
-      batch.push(startAt === undefined ? { type: 'offer', lease } : { type: 'offer', lease, startAt });
+      const trustUntil = flat[i + 11] as number;
+      i += 12;
+      batch.push(startAt === undefined ? { type: 'offer', lease } : { type: 'offer', lease, staged: { startAt, trustUntil } });
     } else if (code === OUTCOME_ACKED) {
       const event = { name: 'outcome-acked', jobId: flat[i] as string, generation: flat[i + 1] as bigint, result: flat[i + 2] as OutcomeAcked['result'] } as const;
       i += 3;

@@ -258,8 +258,9 @@ describe('LeaseKeeper: pre-dispatched (waiting) leases', () => {
     keeper.holdWaiting(A, 'sleep', 10_000, 1_000, offer(A), 2_200);
     keeper.holdWaiting(B, 'sleep', 10_000, 1_000, offer(B), 2_100);
     keeper.holdWaiting(C, 'sleep', 10_000, 1_000, offer(C), 9_000);
-    expect(keeper.stageDue(2_250, 1)).toEqual([{ offer: offer(B), startAt: 2_100 }]);
-    expect(keeper.stageDue(2_250, 5)).toEqual([{ offer: offer(A), startAt: 2_200 }]);
+    // Trusted until anchor + lease - margin: 1,000 + 10,000 - 200.
+    expect(keeper.stageDue(2_250, 1)).toEqual([{ offer: offer(B), startAt: 2_100, trustedUntil: 10_800 }]);
+    expect(keeper.stageDue(2_250, 5)).toEqual([{ offer: offer(A), startAt: 2_200, trustedUntil: 10_800 }]);
     // Offered: counted as the handler thread's, and no longer withdrawable; C is beyond the horizon.
     expect(keeper.handlerSlotsInUse()).toBe(2);
     expect(keeper.offeredCount()).toBe(2);

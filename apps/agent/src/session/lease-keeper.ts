@@ -291,13 +291,14 @@ export class LeaseKeeper {
 
   /**
    * Waiting leases whose start is at most `horizon` (the session's clock), earliest first, at most `room`
-   * of them: now offered ahead of their start (staged, decision 0030); returns each offer with its start.
+   * of them: now offered ahead of their start (staged, decision 0030); returns each offer with its start
+   * and the end of its trust window now.
    */
-  stageDue(horizon: number, room: number): { offer: LeaseOffer; startAt: number }[] {
-    const staged: { offer: LeaseOffer; startAt: number }[] = [];
+  stageDue(horizon: number, room: number): { offer: LeaseOffer; startAt: number; trustedUntil: number }[] {
+    const staged: { offer: LeaseOffer; startAt: number; trustedUntil: number }[] = [];
     for (let first = this.firstStart(); first !== undefined && first.phase.startAt <= horizon && staged.length < room; first = this.firstStart()) {
       this.starts.pop();
-      staged.push({ offer: first.phase.offer, startAt: first.phase.startAt });
+      staged.push({ offer: first.phase.offer, startAt: first.phase.startAt, trustedUntil: first.lease.trustedUntil });
       this.setPhase(first.lease, { kind: 'offered' });
     }
     return staged;

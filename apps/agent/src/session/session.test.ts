@@ -416,21 +416,27 @@ describe('agent session', () => {
       expect(Date.now()).toBeGreaterThanOrEqual(at);
     });
 
-    it('hands a lease to the handler thread STAGE_AHEAD_MS before its start, and refuses to withdraw it from then on; one further ahead is withdrawn', async () => {
-      const { log, stream } = await setup({ internals: { startGraceMs: 60_000 } });
-      const at = Date.now() + STAGE_AHEAD_MS + 1_500;
-      stream.assign({ jobId: 'far', task: 'controlled', startAtMs: at });
+    it('hands a lease to the handler thread STAGE_AHEAD_MS before its start; a withdrawal is answered there until it starts', async () => {
+      const { log, controlled, stream } = await setup({ internals: { startGraceMs: 60_000 } });
+      stream.assign({ jobId: 'running', task: 'controlled' });
+      await log.wait('started', (i) => i.jobId === 'running');
+      stream.assign({ jobId: 'far', task: 'controlled', startAtMs: Date.now() + STAGE_AHEAD_MS + 1_500 });
       stream.assign({ jobId: 'near', task: 'controlled', startAtMs: Date.now() + STAGE_AHEAD_MS / 2 });
-      // Within the window on arrival: staged at once (the handler thread's 'assigned'), started on its instant.
+      // Within the window on arrival: staged at once (the handler thread's 'assigned'), to start on its instant.
       await log.wait('assigned', (i) => i.jobId === 'near');
       expect(log.find('started', (i) => i.jobId === 'near')).toBeUndefined();
-      stream.withdraw([{ jobId: 'near' }, { jobId: 'far' }]);
-      await waitFor('the answers', () => (stream.withdrawRefusals().length > 0 && stream.releases().length > 0) || undefined);
-      expect(stream.withdrawRefusals().map((l) => l.jobId)).toEqual(['near']);
-      expect(stream.releases().map((l) => l.jobId)).toEqual(['far']);
+      stream.withdraw([{ jobId: 'near' }, { jobId: 'far' }, { jobId: 'running' }]);
+      await waitFor('the answers', () => (stream.withdrawRefusals().length > 0 && stream.releases().length >= 2) || undefined);
+      // Not started: given back, by the session (far) and by the handler thread (near). Started: kept.
+      expect(stream.releases().map((l) => l.jobId).sort()).toEqual(['far', 'near']);
+      expect(new Set(stream.releaseReasons())).toEqual(new Set(['withdrawn before its start (the job was cancelled, paused or edited)']));
+      expect(stream.withdrawRefusals().map((l) => l.jobId)).toEqual(['running']);
       expect(log.find('assigned', (i) => i.jobId === 'far')).toBeUndefined();
-      // A staged lease is as good as started: it runs.
-      await log.wait('started', (i) => i.jobId === 'near');
+      controlled.finish('running');
+      await log.wait('outcome-acked', (i) => i.jobId === 'running');
+      await heartbeatsPass(stream, 1);
+      expect(log.find('started', (i) => i.jobId === 'near')).toBeUndefined();
+      expect(refs(stream.heartbeats().at(-1)?.leases ?? [])).toEqual([]);
     });
 
     it('does not hold outcomes for staged leases whose start is still ahead', async () => {

@@ -55,7 +55,9 @@
  *     ones only wait for their ack; their slots are free), pre-dispatched
  *     ones aside (`capacity + preDispatchQueue`); offered and unfinished
  *     never exceed `capacity + handlerQueueLimit(capacity)` (the handler
- *     thread queues the extra ones, handler-queue.ts): extra assignments,
+ *     thread queues the extra ones, handler-queue.ts), leases staged there
+ *     ahead of their start aside (decision 0030; with them, never more than
+ *     `capacity + preDispatchQueue`): extra assignments,
  *     assignments of unknown tasks are released unstarted. Assignments whose anchor leaves too
  *     little to trust are held back (`confirming`), listed in a heartbeat sent
  *     at once, and offered only when its renewal answers; released if none
@@ -87,6 +89,7 @@ import {
   STAGE_AHEAD_MS,
   START_GRACE_MS,
   startGiveBackAt,
+  WITHDRAWN_BEFORE_START,
   startQueueStalled,
   type LeaseKey,
   type LeaseLossReason,
@@ -348,6 +351,9 @@ export class AgentSession {
       case 'release':
         this.release(message.lease, message.reason);
         this.slotFreed();
+        return;
+      case 'withdraw-refused':
+        this.activeLink()?.write({ kind: { case: 'withdrawRefused', value: { leases: [leaseRefOf(message.lease)] } } });
         return;
       case 'drain':
         if (this.work.kind !== 'accepting') return;
@@ -758,8 +764,8 @@ export class AgentSession {
     if (staged.length === 0) return;
     // This thread's clock to the one both threads read (read together: `now` may be a while ago).
     const toShared = sharedMonotonicMs() - this.now();
-    for (const { offer, startAt } of staged) {
-      this.host.post({ type: 'offer', lease: offer, startAt: startAt + toShared });
+    for (const { offer, startAt, trustedUntil } of staged) {
+      this.host.post({ type: 'offer', lease: offer, staged: { startAt: startAt + toShared, trustUntil: trustedUntil + toShared } });
       this.stagedStarts.push(startAt);
     }
   }
@@ -791,15 +797,18 @@ export class AgentSession {
 
   /**
    * Withdraw: leases the handler thread never got are given back (Release) and
-   * will never start; the rest (offered, so possibly started, or not ours) are
-   * answered WithdrawRefused.
+   * will never start; offered ones are asked of the handler thread, which gives
+   * back those it has not started (a `release`) and keeps the others (a
+   * `withdraw-refused`, answered WithdrawRefused); leases not ours are refused.
    */
   private onWithdraw(link: StreamLink, refs: readonly LeaseRef[]): void {
     const released: { key: LeaseKey; reason: string }[] = [];
     const refused: LeaseRef[] = [];
     for (const ref of refs) {
-      const lease = this.keeper.withdraw(leaseKeyOf(ref));
-      if (lease !== undefined) released.push({ key: lease.key, reason: 'withdrawn before its start (the job was cancelled, paused or edited)' });
+      const key = leaseKeyOf(ref);
+      const lease = this.keeper.withdraw(key);
+      if (lease !== undefined) released.push({ key: lease.key, reason: WITHDRAWN_BEFORE_START });
+      else if (this.keeper.get(key)?.phase.kind === 'offered') this.host.post({ type: 'withdraw', lease: key });
       else refused.push(ref);
     }
     this.giveBack(link, released, 'lease');
@@ -827,6 +836,8 @@ export class AgentSession {
     if (sentAt === undefined) {
       this.log('warn', { stream: link.serial, seq: String(reply.seq) }, 'renew reply for an unknown heartbeat: only losses applied');
     }
+    const trusted: { lease: LeaseKey; until: number }[] = [];
+    const toShared = sharedMonotonicMs() - this.now();
     for (const status of reply.statuses) {
       const renewal = renewStatusOf(status);
       if (renewal === undefined) continue;
@@ -840,6 +851,8 @@ export class AgentSession {
       }
       const verdict = this.keeper.applyRenewal(key, renewal, sentAt);
       if (verdict.kind === 'lost') this.lose(verdict.lease, verdict.reason, 'renew-reply');
+      // An offered lease the handler thread has not started may be staged there: its trust window moved.
+      if (verdict.kind === 'renewed' && verdict.lease.phase.kind === 'offered') trusted.push({ lease: verdict.lease.key, until: verdict.lease.trustedUntil + toShared });
       if (verdict.kind === 'confirmed') {
         this.log('debug', { lease: verdict.lease.id }, 'assignment confirmed by a renewal');
         if (verdict.startAtDbMs > 0) {
@@ -852,6 +865,7 @@ export class AgentSession {
       // Also when the verdict is `ignored` (an older reply): an abort is news whatever the anchor.
       if (aborted) this.abortRun(key, 'renew-reply');
     }
+    if (trusted.length > 0) this.host.post({ type: 'trust', leases: trusted });
     link.answered(reply.seq);
     this.afterLeaseChange();
     this.scheduleStart();
