@@ -289,19 +289,24 @@ class AgentRuntime implements RunningAgent, SessionListeners {
 
   /** A run's result was decided: its slot starts the next queued offer, in this turn. */
   private slotFreed(): void {
+    // Once per decided run: nothing waiting (the usual case) costs no clock reading.
+    if (this.queue.empty) return;
     const now = performance.now();
     if (!this.queue.anyWaiting(now)) return;
     this.queue.slotFreed(now);
+    this.startWaiting(now);
+  }
+
+  /**
+   * Starts offers whose start has come, as many as slots are free: the queue's first arrivals, then staged
+   * ones by start. Those the queue found past their trust window are given back, never started.
+   */
+  private startWaiting(now: number): void {
     while (this.lifecycle.kind === 'running' && this.executor.running < this.options.capacity) {
       const next = this.queue.shift(now);
       if (next === undefined) break;
       this.run(next);
     }
-    this.releaseUntrusted();
-  }
-
-  /** Gives back the staged offers the queue found past their trust window, never started. */
-  private releaseUntrusted(): void {
     for (const offer of this.queue.takeUntrusted()) this.post({ type: 'release', lease: keyOf(offer), reason: STAGED_TRUST_ENDED });
   }
 
@@ -352,12 +357,7 @@ class AgentRuntime implements RunningAgent, SessionListeners {
     this.stopStageTimer();
     // Their start has come: as many start now as slots are free; the rest start as slots free (slotFreed),
     // or are given back after the grace (armQueueTimer).
-    while (this.lifecycle.kind === 'running' && this.executor.running < this.options.capacity) {
-      const next = this.queue.shift(now);
-      if (next === undefined) break;
-      this.run(next);
-    }
-    this.releaseUntrusted();
+    this.startWaiting(now);
     // One reading for both checks, taken after the starts (a handler's start may take a while): a staged
     // offer whose start has passed by then waits for a slot and is given back after the grace (the queue
     // timer), one still ahead gets the stage timer. Read before the starts, an offer whose start passed

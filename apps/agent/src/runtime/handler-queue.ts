@@ -65,12 +65,12 @@ export class HandlerQueue {
     readonly limit: number,
     private readonly graceMs: number,
     /** Most staged offers it holds (the agent's capacity and pre-dispatch queue: all it may hold). */
-    readonly stageLimit: number = 0,
+    readonly stageLimit: number,
   ) {}
 
-  /** Offers that arrived with their start come and wait for a slot (staged ones aside). */
-  get size(): number {
-    return this.waiting.size;
+  /** Nothing queued or staged: a slot that frees has nothing to start (read before any clock). */
+  get empty(): boolean {
+    return this.waiting.size === 0 && this.staged.size === 0;
   }
 
   /** Whether an offer whose start has come waits for a slot at `now` (queued, or staged and due). */
@@ -212,19 +212,8 @@ class OrderedEntries<T extends { readonly id: string }> {
     this.byId.set(entry.id, entry);
     const order = this.order;
     const key = this.key;
-    if (key === undefined || order.length === this.head || key(order[order.length - 1]!) <= key(entry)) {
-      order.push(entry);
-      return;
-    }
-    let low = this.head;
-    let high = order.length;
-    const value = key(entry);
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (key(order[middle]!) <= value) low = middle + 1;
-      else high = middle;
-    }
-    order.splice(low, 0, entry);
+    if (key === undefined || order.length === this.head || key(order[order.length - 1]!) <= key(entry)) order.push(entry);
+    else order.splice(this.indexAfter(key, key(entry)), 0, entry);
   }
 
   /**
@@ -232,16 +221,21 @@ class OrderedEntries<T extends { readonly id: string }> {
    * may answer: its key is still in order), undefined when none.
    */
   firstKeyAfter(value: number): number | undefined {
-    const order = this.order;
     const key = this.key!;
+    const index = this.indexAfter(key, value);
+    return index < this.order.length ? key(this.order[index]!) : undefined;
+  }
+
+  /** The index, from the head, of the first entry whose key is greater than `value` (binary search). */
+  private indexAfter(key: (entry: T) => number, value: number): number {
     let low = this.head;
-    let high = order.length;
+    let high = this.order.length;
     while (low < high) {
       const middle = (low + high) >>> 1;
-      if (key(order[middle]!) <= value) low = middle + 1;
+      if (key(this.order[middle]!) <= value) low = middle + 1;
       else high = middle;
     }
-    return low < order.length ? key(order[low]!) : undefined;
+    return low;
   }
 
   /** The first entry, left in place. */

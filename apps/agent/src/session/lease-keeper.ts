@@ -310,11 +310,6 @@ export class LeaseKeeper {
     return first !== undefined && first.phase.startAt <= now;
   }
 
-  /** Whether the handler thread has a lease it has not reported started. */
-  anyOffered(): boolean {
-    return this.phaseCounts.offered > 0;
-  }
-
   /** Leases the handler thread has and has not reported started (queued there, or staged). */
   offeredCount(): number {
     return this.phaseCounts.offered;

@@ -762,8 +762,7 @@ export class AgentSession {
     if (room <= 0) return;
     const staged = this.keeper.stageDue(now + STAGE_AHEAD_MS, room);
     if (staged.length === 0) return;
-    // This thread's clock to the one both threads read (read together: `now` may be a while ago).
-    const toShared = sharedMonotonicMs() - this.now();
+    const toShared = this.sharedClockOffset();
     for (const { offer, startAt, trustedUntil } of staged) {
       this.host.post({ type: 'offer', lease: offer, staged: { startAt: startAt + toShared, trustUntil: trustedUntil + toShared } });
       this.stagedStarts.push(startAt);
@@ -778,7 +777,20 @@ export class AgentSession {
 
   /** How many more leases the handler thread may hold: all the agent may hold, less those it has. */
   private stageRoom(): number {
-    return this.config.capacity + (this.config.preDispatchQueue ?? 0) - this.keeper.handlerSlotsInUse();
+    return this.holdLimit - this.keeper.handlerSlotsInUse();
+  }
+
+  /** Unfinished leases the agent may hold: its slots and its start queue (pre-dispatched leases). */
+  private get holdLimit(): number {
+    return this.config.capacity + (this.config.preDispatchQueue ?? 0);
+  }
+
+  /**
+   * What to add to a reading of this thread's clock for the clock both threads share (sharedMonotonicMs).
+   * Both read now, together: a `now` read earlier in the turn may be a while ago.
+   */
+  private sharedClockOffset(): number {
+    return sharedMonotonicMs() - this.now();
   }
 
   /**
@@ -822,7 +834,7 @@ export class AgentSession {
     if (!this.tasks.has(assignment.task)) return `task "${assignment.task}" is not served by this agent`;
     // Finished leases awaiting their ack do not count: their slots are free (Hello.slots_free_on_outcome).
     if (assignment.startAtMs > 0) {
-      const limit = this.config.capacity + (this.config.preDispatchQueue ?? 0);
+      const limit = this.holdLimit;
       if (this.keeper.unfinished >= limit) return `over capacity and start queue (${limit})`;
     } else if (this.keeper.unfinished >= this.config.capacity) {
       return `over capacity (${this.config.capacity})`;
@@ -837,7 +849,7 @@ export class AgentSession {
       this.log('warn', { stream: link.serial, seq: String(reply.seq) }, 'renew reply for an unknown heartbeat: only losses applied');
     }
     const trusted: { lease: LeaseKey; until: number }[] = [];
-    const toShared = sharedMonotonicMs() - this.now();
+    let toShared: number | undefined;
     for (const status of reply.statuses) {
       const renewal = renewStatusOf(status);
       if (renewal === undefined) continue;
@@ -852,7 +864,7 @@ export class AgentSession {
       const verdict = this.keeper.applyRenewal(key, renewal, sentAt);
       if (verdict.kind === 'lost') this.lose(verdict.lease, verdict.reason, 'renew-reply');
       // An offered lease the handler thread has not started may be staged there: its trust window moved.
-      if (verdict.kind === 'renewed' && verdict.lease.phase.kind === 'offered') trusted.push({ lease: verdict.lease.key, until: verdict.lease.trustedUntil + toShared });
+      if (verdict.kind === 'renewed' && verdict.lease.phase.kind === 'offered') trusted.push({ lease: verdict.lease.key, until: verdict.lease.trustedUntil + (toShared ??= this.sharedClockOffset()) });
       if (verdict.kind === 'confirmed') {
         this.log('debug', { lease: verdict.lease.id }, 'assignment confirmed by a renewal');
         if (verdict.startAtDbMs > 0) {
