@@ -49,6 +49,8 @@ const USAGE = `Usage: npm run bench -- [options]
   --results-dir DIR    where results go (default tools/bench/results)
   --cpu-prof           write V8 CPU profiles of every Kairos/peer process to DIR/profiles-<time>/
   --pgss               load pg_stat_statements and record each phase's top statements
+  --no-warmup          skip the unmeasured warm-up spike before W2/W3 (a diagnostic: figures compare only with
+                       runs before 2026-12-02, when W2 was the second spike of a fresh process)
   --trace              Kairos agents report when each job reached the handler thread (adds a map update per job)
   --help`;
 
@@ -63,6 +65,7 @@ interface Args {
   cpuProf: boolean;
   pgss: boolean;
   trace: boolean;
+  warmup: boolean;
   secure: boolean;
   retention: boolean;
   retentionRuns: number;
@@ -81,6 +84,7 @@ function parseArgs(argv: string[]): Args {
     cpuProf: false,
     pgss: false,
     trace: false,
+    warmup: true,
     secure: false,
     retention: false,
     retentionRuns: 10_000_000,
@@ -160,6 +164,9 @@ function parseArgs(argv: string[]): Args {
       case '--pgss':
         args.pgss = true;
         break;
+      case '--no-warmup':
+        args.warmup = false;
+        break;
       case '--trace':
         args.trace = true;
         break;
@@ -219,7 +226,7 @@ function rotate<T>(items: T[], by: number): T[] {
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  const sizes: Sizes = { ...sizesFor(args.mode), ...(args.rounds ? { rounds: args.rounds, spikeRounds: args.rounds, w5Rounds: args.rounds } : {}), ...(args.slots ?? {}), ...(args.w6Large ? { w6LargeFuture: W6_LARGE_FUTURE } : {}) };
+  const sizes: Sizes = { ...sizesFor(args.mode), ...(args.rounds ? { rounds: args.rounds, spikeRounds: args.rounds, w5Rounds: args.rounds } : {}), ...(args.slots ?? {}), ...(args.w6Large ? { w6LargeFuture: W6_LARGE_FUTURE } : {}), ...(args.warmup ? {} : { warmupSpikeJobs: 0 }) };
   const started = Date.now();
   // Read before anything runs: the working tree may move on during a 25-minute run.
   const measuredBuild = kairosVersion();

@@ -308,7 +308,8 @@ function markdownTable(configs: SystemConfig[], figures: Record<string, Figures>
   }
   lines.push('');
   lines.push(
-    `Sizes: W1 ${sizes.w1Jobs} jobs (the first ${sizes.w1WarmupJobs} not measured: warm-up); spikes ${sizes.spikeSmall} and ${sizes.spikeLarge} among ${sizes.futureJobs} future jobs; ` +
+    `Sizes: W1 ${sizes.w1Jobs} jobs (the first ${sizes.w1WarmupJobs} not measured: warm-up); spikes ${sizes.spikeSmall} and ${sizes.spikeLarge} among ${sizes.futureJobs} future jobs` +
+      `${sizes.warmupSpikeJobs > 0 ? `, after a cold spike and a warm-up spike of ${sizes.warmupSpikeJobs} (neither measured in W2/W3)` : ', W2 the second spike of a fresh system (no warm-up)'}; ` +
       `W4 ${sizes.w4.jobs} x ${sizes.w4.sleepMs} ms on ${sizes.w4.slotsLow} and ${sizes.w4.slotsHigh} slots; ` +
       `${sizes.processes} x ${sizes.slotsPerProcess} slots for W1-W3/W5; medians of ${sizes.rounds} round(s)${sizes.spikeRounds !== sizes.rounds ? ` (W2/W3: ${sizes.spikeRounds}, W5: ${sizes.w5Rounds})` : ''}.`,
   );

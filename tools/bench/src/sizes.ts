@@ -50,6 +50,12 @@ export interface Sizes {
   futureJobs: number;
   spikeSmall: number;
   spikeLarge: number;
+  /**
+   * An unmeasured spike of this many jobs runs on each fresh system between the cold spike and W2
+   * (workloads.ts, runMillion), so that W2 and W3 measure warm processes; W3's size, so it runs both
+   * spikes' paths. 0 (`--no-warmup`): none.
+   */
+  warmupSpikeJobs: number;
   /** How far ahead of its due time a spike is inserted. */
   spikeLeadMs: number;
   spikeTimeoutMs: number;
@@ -96,6 +102,7 @@ export function sizesFor(mode: Mode): Sizes {
         futureJobs: 1_000_000,
         spikeSmall: 2_000,
         spikeLarge: 10_000,
+        warmupSpikeJobs: 10_000,
         spikeLeadMs: 2_000,
         spikeTimeoutMs: 180_000,
         spikeRounds: 3,
@@ -132,6 +139,7 @@ export function sizesFor(mode: Mode): Sizes {
         futureJobs: 1_000_000,
         spikeSmall: 2_000,
         spikeLarge: 10_000,
+        warmupSpikeJobs: 10_000,
         spikeLeadMs: 2_000,
         spikeTimeoutMs: 90_000,
         spikeRounds: 3,
@@ -167,6 +175,7 @@ export function sizesFor(mode: Mode): Sizes {
         futureJobs: 2_000,
         spikeSmall: 40,
         spikeLarge: 100,
+        warmupSpikeJobs: 100,
         spikeLeadMs: 1_500,
         spikeTimeoutMs: 30_000,
         spikeRounds: 1,

@@ -25,20 +25,31 @@
 
 import type { ThreadWire } from './thread-wire';
 
-/** Returns `post(message)`, which queues `message` for the batch of the current turn; the batch leaves packed by `wire`. */
+/**
+ * Returns `post(message)`, which queues `message` for the batch of the current turn; the batch leaves packed by `wire`.
+ *
+ * One array for every turn, emptied once its batch has left (`pack` copies it): its map never changes. With a
+ * new array per turn, V8 deoptimized the handler thread's start path, which inlines this, at the push ("wrong
+ * map": a fresh array has another elements kind), and recompiled `start` during the next spike, 20-60 ms of
+ * compiling on the helper threads beside the drain (`--trace-deopt` in the benchmark).
+ */
 export function batchingPoster<T>(wire: ThreadWire<T>, postBatch: (packed: unknown[]) => void): (message: T) => void {
-  let pending: T[] | undefined;
+  const pending: T[] = [];
+  let scheduled = false;
   const flush = (): void => {
-    const batch = pending;
-    pending = undefined;
-    if (batch !== undefined) postBatch(wire.pack(batch));
+    scheduled = false;
+    if (pending.length === 0) return;
+    try {
+      postBatch(wire.pack(pending));
+    } finally {
+      pending.length = 0;
+    }
   };
   return (message) => {
-    if (pending === undefined) {
-      pending = [message];
+    pending.push(message);
+    if (!scheduled) {
+      scheduled = true;
       setImmediate(flush);
-    } else {
-      pending.push(message);
     }
   };
 }

@@ -18,6 +18,7 @@ import type { LeaseKey, LeaseOffer, ToExecutor, ToSession } from './thread-messa
 
 /** Packs a batch into what crosses the thread boundary, and back. */
 export interface ThreadWire<T> {
+  /** A new array: the sender empties and reuses `batch` once it has been posted (thread-batch.ts). */
   pack(batch: readonly T[]): unknown[];
   unpack(flat: readonly unknown[]): T[];
 }
