@@ -26,7 +26,7 @@ import { runW8 } from './w8';
 import { runW9, type W9Result } from './w9';
 
 const USAGE = `Usage: npm run bench -- [options]
-  (default)            full mode: the issue's sizes, 3 interleaved rounds (about 30 min)
+  (default)            full mode: the issue's sizes, 3 interleaved rounds (30-50 min)
   --quick              full mode's W1 warm-up, spikes and million; W1 once, the spikes in 3 rounds of
                        fresh systems as in full mode, W5 once, smaller W4/W6/W8, peers' tuned variant
                        only: under 5 minutes
