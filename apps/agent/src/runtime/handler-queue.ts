@@ -114,8 +114,7 @@ export class HandlerQueue {
   shift(now: number): LeaseOffer | undefined {
     const waiting = this.waiting.shift();
     if (waiting !== undefined) return waiting.offer;
-    for (let staged = this.staged.first(); staged !== undefined && staged.startAt <= now; staged = this.staged.first()) {
-      this.staged.shift();
+    for (let staged = this.staged.shiftKeyAtMost(now); staged !== undefined; staged = this.staged.shiftKeyAtMost(now)) {
       if (staged.trustUntil > now) return staged.offer;
       this.untrusted.push(staged.offer);
     }
@@ -156,15 +155,10 @@ export class HandlerQueue {
    * counted from their arrival here, or a staged one's start).
    */
   overdue(now: number): LeaseOffer[] {
-    const late: LeaseOffer[] = [];
     // In arrival (start) order, so deadlines only grow along each: the first not yet due ends the search.
-    for (let entry = this.waiting.first(); entry !== undefined && this.deadlineOf(entry.arrivedAt) <= now; entry = this.waiting.first()) {
-      late.push(this.waiting.shift()!.offer);
-    }
-    for (let entry = this.staged.first(); entry !== undefined && this.deadlineOf(entry.startAt) <= now; entry = this.staged.first()) {
-      late.push(this.staged.shift()!.offer);
-    }
-    return late;
+    const waiting = this.waiting.shiftWhile((entry) => this.deadlineOf(entry.arrivedAt) <= now);
+    const staged = this.staged.shiftWhile((entry) => this.deadlineOf(entry.startAt) <= now);
+    return [...waiting, ...staged].map((entry) => entry.offer);
   }
 
   /** When the first offer becomes overdue, unless slots free first; undefined when none waits or is staged. */
@@ -260,10 +254,32 @@ class OrderedEntries<T extends { readonly id: string }> {
   /** The first entry, taken off. */
   shift(): T | undefined {
     const entry = this.first();
-    if (entry === undefined) return undefined;
+    if (entry !== undefined) this.takeFirst(entry);
+    return entry;
+  }
+
+  /** The first entry if its key is at most `value` (sorted entries), taken off; else undefined. */
+  shiftKeyAtMost(value: number): T | undefined {
+    const entry = this.first();
+    if (entry === undefined || this.key!(entry) > value) return undefined;
+    this.takeFirst(entry);
+    return entry;
+  }
+
+  /** Takes entries off the front while `test` holds for the first; returns them in order. */
+  shiftWhile(test: (entry: T) => boolean): T[] {
+    const taken: T[] = [];
+    for (let entry = this.first(); entry !== undefined && test(entry); entry = this.first()) {
+      this.takeFirst(entry);
+      taken.push(entry);
+    }
+    return taken;
+  }
+
+  /** Takes off `entry`, which `first` just answered (it is at the head). */
+  private takeFirst(entry: T): void {
     this.byId.delete(entry.id);
     this.head++;
-    return entry;
   }
 
   delete(id: string): T | undefined {
