@@ -276,6 +276,44 @@ describe('lease statements', () => {
       expect(again!.kind).toBe('stale');
     });
 
+    it('answers each report of a batch of successes on its own: one-off, recurring, stale, another holder, a second spelling', async () => {
+      const oneOff = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 1 });
+      const occurrence = at(T0, -5000);
+      const recurring = await insertJob(db.pool, { state: 'CLAIMED', schedule: '* * * * *', occurrenceAt: occurrence, leaseGeneration: 1 });
+      const moved = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 3 });
+      const foreign = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 1, leaseOwner: 'someone-else' });
+      const spelled = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 1 });
+      const foreignBefore = await jobRow(db.pool, foreign);
+      const succeeded = { ...FIXTURE_HOLDER, outcome: 'SUCCEEDED' as const };
+
+      // Every report well formed and distinct: the one-statement path, which then settles the rest.
+      const results = await store.lease.complete(
+        [oneOff, recurring, foreign].map((jobId) => ({ ...succeeded, jobId, leaseGeneration: 1 })).concat({ ...succeeded, jobId: moved, leaseGeneration: 2 }),
+        T0,
+      );
+      expect(results.map((r) => [r.jobId, r.kind])).toEqual([
+        [oneOff, 'recorded'],
+        [recurring, 'recorded'],
+        [foreign, 'not-owner'],
+        [moved, 'stale'],
+      ]);
+      expect(results[0]).toMatchObject({ state: 'COMPLETED', runOutcome: 'SUCCEEDED', nextRunAt: null, skipped: 0 });
+      expect(results[1]).toMatchObject({ state: 'DUE', runOutcome: 'SUCCEEDED' });
+      expect(await jobRow(db.pool, oneOff)).toMatchObject({ state: 'COMPLETED' });
+      expect(await jobRow(db.pool, recurring)).toMatchObject({ state: 'DUE', lease_owner: null });
+      expect(await jobRow(db.pool, foreign)).toEqual(foreignBefore);
+      expect((await jobRow(db.pool, moved)).state).toBe('CLAIMED');
+      expect(await runRows(db.pool, foreign)).toMatchObject([{ outcome: 'RUNNING' }]);
+
+      // The same lease twice, once in capitals: recorded once, the second report stale.
+      const twice = await store.lease.complete(
+        [{ ...succeeded, jobId: spelled, leaseGeneration: 1 }, { ...succeeded, jobId: spelled.toUpperCase(), leaseGeneration: 1 }],
+        T0,
+      );
+      expect(twice.map((r) => r.kind)).toEqual(['recorded', 'stale']);
+      expect(await runRows(db.pool, spelled)).toMatchObject([{ outcome: 'SUCCEEDED' }]);
+    });
+
     it('retries a failure with exponential backoff for the same occurrence, then goes DEAD at the cap', async () => {
       const occurrence = at(T0, -5000);
       const id = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 1, attempt: 1, maxAttempts: 3, occurrenceAt: occurrence });

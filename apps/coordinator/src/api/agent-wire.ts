@@ -66,10 +66,13 @@ const RESULT_TO_OUTCOME: Record<HandlerResult, CompletionReport['outcome'] | und
 export function outcomeFromWire(outcome: LeaseOutcome): WireOutcome {
   const lease = leaseFromWire(outcome);
   if (lease.kind === 'malformed') return lease;
+  // Built field by field (not spread from lease.ref): one per finished run, on the coordinator's busiest path.
+  const { jobId, leaseGeneration } = lease.ref;
   return {
     kind: 'ok',
     report: {
-      ...lease.ref,
+      jobId,
+      leaseGeneration,
       // An unspecified (or unknown) result is treated as a failure: the agent did not say it succeeded.
       outcome: RESULT_TO_OUTCOME[outcome.result] ?? 'FAILED',
       error: outcome.error === '' ? null : outcome.error,

@@ -26,7 +26,7 @@
  */
 import { status, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { undecodableReason, type AgentMessage, type CoordinatorMessage, type Hello, type LeaseOutcome } from '@kairos/proto';
+import { undecodableReason, type AgentMessage, type CoordinatorMessage, type Hello, type LeaseOutcome, type OutcomeAck } from '@kairos/proto';
 import { StoreUnavailableError, type CompleteResult, type LeaseRef } from '@kairos/store';
 import { NO_TRACING, type Tracing } from '@kairos/tracing';
 import type { CoordinatorOptions } from '../config';
@@ -248,15 +248,22 @@ export function connectHandler(deps: AgentStreamDeps) {
         }
         case 'outcomes': {
           if (tooMany('outcomes.outcomes', kind.value.outcomes.length, agent)) return;
-          const outcomes = kind.value.outcomes.map(outcomeFromWire);
-          const refused = outcomes.flatMap((outcome) => (outcome.kind === 'malformed' ? [malformedOutcomeAck(outcome)] : []));
-          const reports = outcomes.flatMap((outcome): CompletionWithoutHolder[] => (outcome.kind === 'ok' ? [outcome.report] : []));
+          // One pass (an agent sends up to 256 outcomes a message, one per finished run).
+          const reports: CompletionWithoutHolder[] = [];
+          const refused: OutcomeAck[] = [];
+          for (const wire of kind.value.outcomes) {
+            const outcome = outcomeFromWire(wire);
+            if (outcome.kind === 'ok') reports.push(outcome.report);
+            else refused.push(malformedOutcomeAck(outcome));
+          }
           const spans = tracing.enabled ? reportSpans(tracing, kind.value.outcomes, agent.agentId) : undefined;
           dispatcher
             .complete(session, reports)
             .then((results) => {
               spans?.end(results);
-              session.send({ kind: { case: 'outcomeAcks', value: { acks: [...results.map(outcomeAck), ...refused] } } });
+              const acks = results.map(outcomeAck);
+              for (const ack of refused) acks.push(ack);
+              session.send({ kind: { case: 'outcomeAcks', value: { acks } } });
             })
             .catch((error: unknown) => {
               spans?.end([]);

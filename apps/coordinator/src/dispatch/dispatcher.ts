@@ -375,9 +375,11 @@ export function createDispatcher(deps: {
     }
     const seenAtMs = performance.now();
     lastAssigned.set(session, seenAtMs);
+    const assignedAtHeartbeat = session.heartbeats;
     for (const job of claimed) {
       const key = leaseKey(job.jobId, job.leaseGeneration);
-      session.held.set(key, { ...toLeaseRef(job), seenAtMs, named: false, assignedAtHeartbeat: session.heartbeats });
+      // Built whole, in one shape, rather than spread from a LeaseRef: this runs once per claimed job.
+      session.held.set(key, { jobId: job.jobId, leaseGeneration: job.leaseGeneration, seenAtMs, named: false, assignedAtHeartbeat });
       if (job.dueAtMs > job.claimedAtMs) session.ahead.set(key, seenAtMs + (job.dueAtMs - job.claimedAtMs));
     }
     const assignments = tracing.enabled ? claimed.map((job) => tracedAssignment(job, anchorSeq, agent.agentId)) : claimed.map((job) => toAssignment(job, anchorSeq));
@@ -532,12 +534,13 @@ export function createDispatcher(deps: {
     async complete(session, outcomes) {
       const agent = agentOf(session);
       if (!agent) return [];
+      // One key per outcome, for both passes below (the store answers one result per report, in order).
+      const keys = outcomes.map((outcome) => leaseKey(outcome.jobId, outcome.leaseGeneration));
       if (agent.slotsFreeOnOutcome) {
         // Their handlers have ended: the slots are free now, and the claim that fills them runs beside this
         // completion's write instead of after it (Hello.slots_free_on_outcome).
         let freed = 0;
-        for (const outcome of outcomes) {
-          const key = leaseKey(outcome.jobId, outcome.leaseGeneration);
+        for (const key of keys) {
           if (session.held.has(key) && !session.reported.has(key)) {
             session.reported.add(key);
             freed++;
@@ -545,18 +548,25 @@ export function createDispatcher(deps: {
         }
         if (freed > 0) wake();
       }
-      const results = await completions.submit(heldBy(agent, outcomes));
+      const { agentId: owner, tokenId } = agent;
+      const reports = outcomes.map(
+        ({ jobId, leaseGeneration, outcome, error }): CompletionReport => ({ jobId, leaseGeneration, outcome, error, owner, tokenId }),
+      );
+      const results = await completions.submit(reports);
       countForeign(agent, 'complete', results);
-      if (results.some((result) => result.kind === 'recorded')) standings.succeeded(agent.agentId);
-      for (const result of results) {
-        const key = leaseKey(result.jobId, result.leaseGeneration);
+      let recorded = 0;
+      const finished = new Map<string, number>();
+      for (let index = 0; index < results.length; index++) {
+        const result = results[index]!;
+        const key = keys[index]!;
         if (result.kind === 'not-owner') {
           session.reported.delete(key);
           continue;
         }
         forgetLease(session, key);
         if (result.kind === 'recorded') {
-          metrics.runsFinished.inc({ outcome: result.runOutcome });
+          recorded++;
+          finished.set(result.runOutcome, (finished.get(result.runOutcome) ?? 0) + 1);
           if (result.state === 'DEAD') metrics.jobsDead.inc();
           if (result.skipped > 0) metrics.occurrencesSkipped.inc(result.skipped);
         }
@@ -568,6 +578,8 @@ export function createDispatcher(deps: {
           );
         }
       }
+      if (recorded > 0) standings.succeeded(agent.agentId);
+      for (const [outcome, count] of finished) metrics.runsFinished.inc({ outcome }, count);
       wake();
       return results;
     },

@@ -18,6 +18,7 @@ export interface ClaimRequest {
   tasks: readonly string[];
   /** At most this many (the claimer's free slots). */
   limit: number;
+  /** Whole milliseconds. */
   leaseMs: number;
   /**
    * A recurring job with misfire policy `skip` that is later than this is not
@@ -132,12 +133,11 @@ WITH due AS MATERIALIZED (
     run_id = nextval('ended_runs_id_seq'),
     run_started_at = greatest(${CLOCK(1)}, j.next_run_at)
   FROM due WHERE j.id = due.id
-  RETURNING j.id, j.namespace, j.task, j.payload::text AS payload_json, j.attempt, j.max_attempts, j.lease_generation,
-            j.lease_until, j.timeout_ms, j.occurrence_at, j.next_run_at, j.next_reason, j.trace_parent, j.run_id
+  RETURNING j.id, j.task, j.payload::text AS payload_json, j.attempt, j.max_attempts, j.lease_generation,
+            j.timeout_ms, j.occurrence_at, j.next_run_at, j.trace_parent, j.run_id
 )
-SELECT c.id, c.namespace, c.task, c.payload_json, c.attempt, c.max_attempts, c.lease_generation, c.timeout_ms,
+SELECT c.id, c.task, c.payload_json, c.attempt, c.max_attempts, c.lease_generation, c.timeout_ms,
   c.trace_parent, c.run_id,
-  ${EPOCH_MS('c.lease_until')} AS lease_until_ms,
   ${EPOCH_MS('c.occurrence_at')} AS scheduled_for_ms,
   ${EPOCH_MS('c.next_run_at')} AS due_at_ms,
   ${EPOCH_MS(NOW(1))} AS claimed_at_ms
@@ -161,13 +161,15 @@ export async function claimDue(pool: Pool, request: ClaimRequest): Promise<Claim
   return rows.map((row) => ({
     jobId: row.id,
     runId: Number(row.run_id),
-    namespace: row.namespace,
+    // The claim takes only rows of this namespace; the row's own is not read back.
+    namespace: request.namespace,
     task: row.task,
     payloadJson: row.payload_json,
     attempt: row.attempt,
     maxAttempts: row.max_attempts,
     leaseGeneration: Number(row.lease_generation),
-    leaseUntilMs: row.lease_until_ms,
+    // lease_until is the claim's instant plus leaseMs (whole milliseconds, so exact): not read back either.
+    leaseUntilMs: row.claimed_at_ms + request.leaseMs,
     leaseRemainingMs: request.leaseMs,
     timeoutMs: row.timeout_ms,
     scheduledForMs: row.scheduled_for_ms,

@@ -131,6 +131,63 @@ export async function complete(
   now?: Date,
 ): Promise<CompleteResult[]> {
   if (reports.length === 0) return [];
+  // Fast path: an agent's batch of finished one-off runs, each job named once. One statement, and no
+  // per-report bookkeeping when it records them all (what a busy agent sends nearly every time).
+  if (reports.every(isPlainSuccess) && new Set(reports.map((report) => report.jobId)).size === reports.length) {
+    const unrecorded = await completeSimple(pool, reports, now);
+    if (unrecorded.size === 0) return reports.map(recordedSuccess);
+    // Recurring jobs and stale reports: the general path settles them, without trying the statement again.
+    const recorded = new Set(reports.map((report) => leaseKey(report.jobId, report.leaseGeneration)).filter((key) => !unrecorded.has(key)));
+    return completeGeneral(pool, reports, retry, now, recorded);
+  }
+  return completeGeneral(pool, reports, retry, now);
+}
+
+/** Canonical (lower-case) job ids only: two spellings of one id must not both reach the statement. */
+const CANONICAL_JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function isPlainSuccess(report: CompletionReport): boolean {
+  return (
+    report.outcome === 'SUCCEEDED' &&
+    CANONICAL_JOB_ID.test(report.jobId) &&
+    Number.isSafeInteger(report.leaseGeneration) &&
+    report.leaseGeneration >= 1
+  );
+}
+
+function recordedSuccess(report: CompletionReport): CompleteResult {
+  return {
+    kind: 'recorded',
+    jobId: report.jobId,
+    leaseGeneration: report.leaseGeneration,
+    state: 'COMPLETED',
+    nextRunAt: null,
+    runOutcome: 'SUCCEEDED',
+    skipped: 0,
+  };
+}
+
+/**
+ * Runs COMPLETE_SIMPLE_SQL for well-formed SUCCEEDED reports, each lease named
+ * once; answers the leaseKeys it did not record (recurring jobs, stale or
+ * foreign reports).
+ */
+async function completeSimple(pool: Pool, reports: readonly HeldLeaseRef[], now: Date | undefined): Promise<Set<string>> {
+  const { rows } = await pool.query({ name: 'kairos_complete_simple', text: COMPLETE_SIMPLE_SQL, values: [now ?? null, ...holderArrays(reports)] });
+  return new Set(rows.map((row) => leaseKey(row.id, Number(row.lease_generation))));
+}
+
+/**
+ * Every other batch: duplicates, failures, recurring jobs. `recorded`: the
+ * leaseKeys the fast path has already recorded (it then is not tried again).
+ */
+async function completeGeneral(
+  pool: Pool,
+  reports: readonly CompletionReport[],
+  retry: RetryPolicy,
+  now: Date | undefined,
+  recorded?: ReadonlySet<string>,
+): Promise<CompleteResult[]> {
   // Duplicates within one batch: the first report wins, the others are stale.
   const firstIndex = new Map<string, number>();
   reports.forEach((report, index) => {
@@ -140,12 +197,18 @@ export async function complete(
   const firstReports = [...firstIndex.values()].map((index) => reports[index]!);
   // Only the state, next run time and recorded outcome are reported back (CompleteResult).
   const settled = new Map<string, Pick<Settlement, 'state' | 'nextRunAt' | 'runOutcome' | 'skips'>>();
-  // Fast path, one statement: successful one-off runs need no schedule arithmetic.
-  const simple = firstReports.filter((report) => report.outcome === 'SUCCEEDED');
-  if (simple.length > 0) {
-    const { rows } = await pool.query({ name: 'kairos_complete_simple', text: COMPLETE_SIMPLE_SQL, values: [now ?? null, ...holderArrays(simple)] });
-    for (const row of rows) {
-      settled.set(leaseKey(row.id, Number(row.lease_generation)), { state: 'COMPLETED', nextRunAt: null, runOutcome: 'SUCCEEDED', skips: [] });
+  const success = { state: 'COMPLETED', nextRunAt: null, runOutcome: 'SUCCEEDED', skips: [] } as const;
+  if (recorded !== undefined) {
+    for (const key of recorded) settled.set(key, success);
+  } else {
+    // Successful one-off runs take the one-statement path first.
+    const simple = firstReports.filter((report) => report.outcome === 'SUCCEEDED');
+    if (simple.length > 0) {
+      const unrecorded = await completeSimple(pool, simple, now);
+      for (const report of simple) {
+        const key = leaseKey(report.jobId, report.leaseGeneration);
+        if (!unrecorded.has(key)) settled.set(key, success);
+      }
     }
   }
   // Everything else (failures, recurring jobs, and reports the fast path did not match,
@@ -202,6 +265,10 @@ function skippedCount(stretches: readonly SkippedStretch[]): number {
  * the generation. The run's row is written here, whole (decision 0027).
  * Recurring jobs and failures need schedule arithmetic and go through
  * `applyEndings`.
+ *
+ * It answers the leases it did NOT record (recurring, stale, another
+ * holder's): usually none, so a batch of recorded runs costs the coordinator
+ * no row to read back. The input names each lease once (`complete` makes sure).
  */
 const COMPLETE_SIMPLE_SQL = `
 WITH locked AS (${lockInIdOrder(2, 'AND j.schedule IS NULL', RUN_COLUMNS)}), done AS (
@@ -213,7 +280,8 @@ WITH locked AS (${lockInIdOrder(2, 'AND j.schedule IS NULL', RUN_COLUMNS)}), don
 ), recorded AS (
   ${insertEndedRuns('locked', { finishedAt: NOW(1), outcome: "'SUCCEEDED'", error: 'NULL' })}
 )
-SELECT id, lease_generation FROM done`;
+SELECT r.id, r.generation AS lease_generation FROM unnest($2::uuid[], $3::bigint[]) AS r(id, generation)
+WHERE NOT EXISTS (SELECT FROM done WHERE done.id = r.id AND done.lease_generation = r.generation)`;
 
 /** Leases past their lease_until, oldest first: read through jobs_claimed_lease_until_idx. */
 export const EXPIRED_SQL = `
