@@ -1,0 +1,50 @@
+/**
+ * The statement-cost probe on a small table: it claims and completes every
+ * job through the store's own statements and reports backend CPU for each.
+ * No figure is asserted beyond its being measured (the benchmark is not a
+ * test); what is asserted is that the probe did the work it reports.
+ */
+import { createPool } from '@kairos/store';
+import { createTestDatabase, type TestDatabase } from '@kairos/testing';
+import { measureStatements } from './statement-cost';
+
+describe('statement-cost probe', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  it('claims and completes every seeded job, and reports backend CPU for both statements', async () => {
+    const pool = createPool({ connectionString: db.url, max: 1 });
+    try {
+      const cost = await measureStatements(pool, { jobs: 600, batch: 250 });
+      expect(cost.jobs).toBe(600);
+      for (const us of [cost.claimUsPerJob, cost.completeUsPerJob]) {
+        expect(Number.isFinite(us)).toBe(true);
+        expect(us).toBeGreaterThan(0);
+      }
+    } finally {
+      await pool.end();
+    }
+    const { rows } = await db.pool.query(
+      `SELECT (SELECT count(*) FROM jobs WHERE state = 'COMPLETED')::int AS completed,
+              (SELECT count(*) FROM runs WHERE outcome = 'SUCCEEDED')::int AS succeeded,
+              (SELECT count(*) FROM runs)::int AS runs`,
+    );
+    expect(rows[0]).toEqual({ completed: 600, succeeded: 600, runs: 600 });
+  });
+
+  it('refuses a pool of more than one connection, before touching the database', async () => {
+    const pool = createPool({ connectionString: db.url, max: 2 });
+    try {
+      await expect(measureStatements(pool, { jobs: 10, batch: 5 })).rejects.toThrow(/pool of one connection/);
+    } finally {
+      await pool.end();
+    }
+    const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE payload ? 'd'`);
+    expect(rows[0].n).toBe(600);
+  });
+});
