@@ -50,6 +50,41 @@ describe('lease statements', () => {
       expect((await jobRow(db.pool, future)).state).toBe('DUE');
     });
 
+    it('answers every field of a claimed job from its own column (rows come back as arrays)', async () => {
+      const occurrence = at(T0, -7000);
+      const id = await insertJob(db.pool, {
+        task: 'a',
+        occurrenceAt: occurrence,
+        nextRunAt: at(T0, -2500),
+        maxAttempts: 5,
+        timeoutMs: 4321,
+        payload: { k: 'v' },
+      });
+      const traceParent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+      await db.pool.query('UPDATE jobs SET trace_parent = $2, attempt = 1, lease_generation = 2 WHERE id = $1', [id, traceParent]);
+
+      const [claimed] = await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w1', tasks: ['a'], limit: 1, leaseMs: LEASE_MS, now: T0 });
+
+      const { rows } = await db.pool.query('SELECT run_id FROM jobs WHERE id = $1', [id]);
+      expect(claimed).toEqual({
+        jobId: id,
+        runId: Number(rows[0].run_id),
+        namespace: 'default',
+        task: 'a',
+        payloadJson: '{"k": "v"}',
+        attempt: 2,
+        maxAttempts: 5,
+        leaseGeneration: 3,
+        leaseUntilMs: T0.getTime() + LEASE_MS,
+        leaseRemainingMs: LEASE_MS,
+        timeoutMs: 4321,
+        scheduledForMs: occurrence.getTime(),
+        dueAtMs: at(T0, -2500).getTime(),
+        claimedAtMs: T0.getTime(),
+        traceParent,
+      });
+    });
+
     it('claims nothing for zero slots or no tasks', async () => {
       await insertJob(db.pool, { nextRunAt: at(T0, -1) });
       expect(await store.lease.claimDue({ ...CLAIM_SCOPE, owner: 'w', tasks: ['noop'], limit: 0, leaseMs: LEASE_MS, now: T0 })).toEqual([]);

@@ -76,7 +76,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
-import { AgentService, createGrpcClient, type Assignment, type CoordinatorMessage, type LeaseRef, type RenewReply } from '@kairos/proto';
+import { AgentService, createGrpcClient, type Assignment, type CoordinatorMessage, type LeaseOutcome, type LeaseRef, type RenewReply } from '@kairos/proto';
 import { backoffDelayMs, RECONNECT_BACKOFF } from './backoff';
 import { MinHeap } from './min-heap';
 import { StreamLink, type AgentClient } from './stream-link';
@@ -1067,9 +1067,10 @@ export class AgentSession {
     if (link === undefined || !link.writable || (state.kind !== 'open' && state.kind !== 'draining')) return;
     const due = this.keeper.outcomesDue(this.now(), 2 * state.welcome.heartbeatIntervalMs);
     for (let i = 0; i < due.length; i += OUTCOMES_PER_MESSAGE) {
-      const outcomes = due.slice(i, i + OUTCOMES_PER_MESSAGE).flatMap((lease) =>
-        lease.phase.kind === 'finished' ? [leaseOutcomeOf(lease.key, lease.phase.outcome)] : [],
-      );
+      const outcomes: LeaseOutcome[] = [];
+      for (const lease of due.slice(i, i + OUTCOMES_PER_MESSAGE)) {
+        if (lease.phase.kind === 'finished') outcomes.push(leaseOutcomeOf(lease.key, lease.phase.outcome));
+      }
       link.write({ kind: { case: 'outcomes', value: { outcomes } } });
     }
   }

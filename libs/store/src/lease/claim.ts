@@ -144,9 +144,32 @@ SELECT c.id, c.task, c.payload_json, c.attempt, c.max_attempts, c.lease_generati
 FROM claimed c
 ORDER BY c.next_run_at`;
 
+/**
+ * The claim's output columns, in CLAIM_SQL's order: rows come back as arrays
+ * (`rowMode: 'array'`), not objects keyed by column name. A claim returns
+ * hundreds of rows, and a driver row object is a copy of a template filled by
+ * name, whose property stores and reads the coordinator's profiles showed
+ * among its per-job costs (the driver's row code serves every statement, so
+ * those sites are megamorphic).
+ */
+const Col = {
+  Id: 0,
+  Task: 1,
+  PayloadJson: 2,
+  Attempt: 3,
+  MaxAttempts: 4,
+  LeaseGeneration: 5,
+  TimeoutMs: 6,
+  TraceParent: 7,
+  RunId: 8,
+  ScheduledForMs: 9,
+  DueAtMs: 10,
+  ClaimedAtMs: 11,
+} as const;
+
 export async function claimDue(pool: Pool, request: ClaimRequest): Promise<ClaimedJob[]> {
   if (request.limit <= 0 || request.tasks.length === 0) return [];
-  const { rows } = await pool.query({ name: 'kairos_claim', text: CLAIM_SQL, values: [
+  const { rows } = await pool.query<unknown[]>({ name: 'kairos_claim', text: CLAIM_SQL, rowMode: 'array', values: [
     request.now ?? null,
     request.tasks,
     request.limit,
@@ -158,23 +181,27 @@ export async function claimDue(pool: Pool, request: ClaimRequest): Promise<Claim
     Math.max(0, request.horizonMs ?? 0),
     request.futureOnly === true,
   ] });
-  return rows.map((row) => ({
-    jobId: row.id,
-    runId: Number(row.run_id),
-    // The claim takes only rows of this namespace; the row's own is not read back.
-    namespace: request.namespace,
-    task: row.task,
-    payloadJson: row.payload_json,
-    attempt: row.attempt,
-    maxAttempts: row.max_attempts,
-    leaseGeneration: Number(row.lease_generation),
-    // lease_until is the claim's instant plus leaseMs (whole milliseconds, so exact): not read back either.
-    leaseUntilMs: row.claimed_at_ms + request.leaseMs,
-    leaseRemainingMs: request.leaseMs,
-    timeoutMs: row.timeout_ms,
-    scheduledForMs: row.scheduled_for_ms,
-    dueAtMs: row.due_at_ms,
-    claimedAtMs: row.claimed_at_ms,
-    traceParent: row.trace_parent,
-  }));
+  const { namespace, leaseMs } = request;
+  return rows.map((row): ClaimedJob => {
+    const claimedAtMs = row[Col.ClaimedAtMs] as number;
+    return {
+      jobId: row[Col.Id] as string,
+      runId: Number(row[Col.RunId]),
+      // The claim takes only rows of this namespace; the row's own is not read back.
+      namespace,
+      task: row[Col.Task] as string,
+      payloadJson: row[Col.PayloadJson] as string,
+      attempt: row[Col.Attempt] as number,
+      maxAttempts: row[Col.MaxAttempts] as number,
+      leaseGeneration: Number(row[Col.LeaseGeneration]),
+      // lease_until is the claim's instant plus leaseMs (whole milliseconds, so exact): not read back either.
+      leaseUntilMs: claimedAtMs + leaseMs,
+      leaseRemainingMs: leaseMs,
+      timeoutMs: row[Col.TimeoutMs] as number | null,
+      scheduledForMs: row[Col.ScheduledForMs] as number,
+      dueAtMs: row[Col.DueAtMs] as number,
+      claimedAtMs,
+      traceParent: row[Col.TraceParent] as string | null,
+    };
+  });
 }
