@@ -37,6 +37,23 @@ describe('statement-cost probe', () => {
     expect(rows[0]).toEqual({ completed: 600, succeeded: 600, runs: 600 });
   });
 
+  it('keeps the held leases claimed while it measures the others', async () => {
+    const pool = createPool({ connectionString: db.url, max: 1 });
+    try {
+      const cost = await measureStatements(pool, { jobs: 300, batch: 250, held: 400 });
+      expect(cost.jobs).toBe(300);
+    } finally {
+      await pool.end();
+    }
+    const { rows } = await db.pool.query(
+      `SELECT task, state::text, count(*)::int AS n FROM jobs WHERE payload ? 'd' GROUP BY task, state ORDER BY task, state`,
+    );
+    expect(rows).toEqual([
+      { task: 'long', state: 'CLAIMED', n: 400 },
+      { task: 'noop', state: 'COMPLETED', n: 900 },
+    ]);
+  });
+
   it('refuses a pool of more than one connection, before touching the database', async () => {
     const pool = createPool({ connectionString: db.url, max: 2 });
     try {
@@ -45,6 +62,6 @@ describe('statement-cost probe', () => {
       await pool.end();
     }
     const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE payload ? 'd'`);
-    expect(rows[0].n).toBe(600);
+    expect(rows[0].n).toBe(1300);
   });
 });

@@ -9,7 +9,12 @@
  * statement can be judged in seconds. The machine's pace still moves the
  * absolute figures by ±15 % between runs: compare builds in alternation.
  *
- *   node tools/bench/dist/statement-cost.js [--jobs 40000] [--batch 250] [--rounds 3]
+ *   node tools/bench/dist/statement-cost.js [--jobs 40000] [--batch 250] [--rounds 3] [--held 0]
+ *
+ * `--held N` first claims N jobs of another task and keeps them (long-running
+ * runs, as a fleet of agents holds them), claimed after the table's ANALYZE
+ * as in production, where the statistics see mostly DUE rows: the claim and
+ * completion must not cost more per job because other leases are held.
  *
  * It starts its own embedded PostgreSQL (the harness's settings, autovacuum
  * off so that no worker runs beside the probe) and removes it at the end.
@@ -29,6 +34,8 @@ export interface StatementCost {
 }
 
 const TASK = 'noop';
+/** The task of the jobs `held` keeps claimed. */
+const HELD_TASK = 'long';
 const OWNER = 'statement-cost';
 
 /** On-CPU nanoseconds of a local process (first field of schedstat). */
@@ -43,14 +50,18 @@ async function cpuNs(pid: number): Promise<number> {
  * statement. `pool` must hold exactly one connection to a server on this
  * machine: its backend is the process measured.
  */
-export async function measureStatements(pool: Pool, options: { jobs: number; batch: number }): Promise<StatementCost> {
+export async function measureStatements(pool: Pool, options: { jobs: number; batch: number; held?: number }): Promise<StatementCost> {
   if (pool.options.max !== 1) throw new Error('measureStatements needs a pool of one connection (max: 1): its backend is what is measured');
-  await pool.query(
-    `INSERT INTO jobs (id, task, run_at, occurrence_at, next_run_at, state, payload)
-     SELECT gen_random_uuid(), $1, t, t, t, 'DUE', jsonb_build_object('p', 1, 'd', g)
-     FROM (SELECT g, now() - interval '1 hour' + g * interval '1 ms' AS t FROM generate_series(1, $2::int) g) s`,
-    [TASK, options.jobs],
-  );
+  const seed = (task: string, count: number) =>
+    pool.query(
+      `INSERT INTO jobs (id, task, run_at, occurrence_at, next_run_at, state, payload)
+       SELECT gen_random_uuid(), $1, t, t, t, 'DUE', jsonb_build_object('p', 1, 'd', g)
+       FROM (SELECT g, now() - interval '1 hour' + g * interval '1 ms' AS t FROM generate_series(1, $2::int) g) s`,
+      [task, count],
+    );
+  await seed(TASK, options.jobs);
+  const held = options.held ?? 0;
+  if (held > 0) await seed(HELD_TASK, held);
   await pool.query('VACUUM ANALYZE jobs');
   const { rows } = await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
   const pid = rows[0]!.pid;
@@ -58,6 +69,11 @@ export async function measureStatements(pool: Pool, options: { jobs: number; bat
     throw new Error(`cannot read /proc/${pid}/schedstat: the probe needs a PostgreSQL server on this machine`);
   });
   const store = createStore(pool);
+  for (let claimed = 0; claimed < held; ) {
+    const batch = await store.lease.claimDue({ owner: OWNER, tokenId: null, namespace: 'default', tasks: [HELD_TASK], limit: 5_000, leaseMs: 3_600_000 });
+    if (batch.length === 0) throw new Error(`held ${claimed} of ${held} jobs`);
+    claimed += batch.length;
+  }
   let claimNs = 0;
   let completeNs = 0;
   let done = 0;
@@ -88,23 +104,30 @@ export async function measureStatements(pool: Pool, options: { jobs: number; bat
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { jobs: { type: 'string', default: '40000' }, batch: { type: 'string', default: '250' }, rounds: { type: 'string', default: '3' } },
+    options: {
+      jobs: { type: 'string', default: '40000' },
+      batch: { type: 'string', default: '250' },
+      rounds: { type: 'string', default: '3' },
+      held: { type: 'string', default: '0' },
+    },
   });
   const jobs = Number(values.jobs);
   const batch = Number(values.batch);
   const rounds = Number(values.rounds);
+  const held = Number(values.held);
   for (const [name, value] of Object.entries({ jobs, batch, rounds })) {
     if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a whole number of at least 1`);
   }
+  if (!Number.isInteger(held) || held < 0) throw new Error('--held must be a whole number (0 or more)');
   const cluster = await startCluster({ extraSettings: { autovacuum: 'off' } });
   try {
     for (let round = 1; round <= rounds; round++) {
       const pool = createPool({ connectionString: await createDatabase(cluster, `statement_cost_${round}`), max: 1 });
       try {
         await migrate(pool);
-        const cost = await measureStatements(pool, { jobs, batch });
+        const cost = await measureStatements(pool, { jobs, batch, held });
         console.log(
-          `round ${round}: ${cost.jobs} jobs, ${batch} per statement: claim ${cost.claimUsPerJob.toFixed(1)} us/job, ` +
+          `round ${round}: ${cost.jobs} jobs, ${batch} per statement, ${held} other leases held: claim ${cost.claimUsPerJob.toFixed(1)} us/job, ` +
             `completion ${cost.completeUsPerJob.toFixed(1)} us/job (PostgreSQL backend CPU)`,
         );
       } finally {

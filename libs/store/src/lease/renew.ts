@@ -47,7 +47,7 @@ const FRESH_SHARE = 6;
 const FRESH = `(j.abort_requested_at IS NULL
     AND j.lease_until > ${NOW(1)} + make_interval(secs => $2::double precision * ${FRESH_SHARE - 1} / ${FRESH_SHARE} / 1000))`;
 const REMAINING_MS = `greatest(0, floor(extract(epoch FROM (j.lease_until - ${NOW(1)})) * 1000))::bigint`;
-const RENEW_SQL = `
+export const RENEW_SQL = `
 WITH fresh AS (
   SELECT j.id, j.lease_generation, j.lease_owner, j.lease_token, ${REMAINING_MS} AS remaining_ms FROM ${heldJobs(4)} AND ${FRESH}
 ), locked AS (${lockInIdOrder(4, `AND ${FRESH} IS NOT TRUE`)}

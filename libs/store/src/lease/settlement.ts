@@ -270,7 +270,7 @@ function skippedCount(stretches: readonly SkippedStretch[]): number {
  * holder's): usually none, so a batch of recorded runs costs the coordinator
  * no row to read back. The input names each lease once (`complete` makes sure).
  */
-const COMPLETE_SIMPLE_SQL = `
+export const COMPLETE_SIMPLE_SQL = `
 WITH locked AS (${lockInIdOrder(2, 'AND j.schedule IS NULL', RUN_COLUMNS)}), done AS (
   UPDATE jobs j SET state = 'COMPLETED', next_run_at = NULL, lease_until = NULL, lease_owner = NULL, lease_token = NULL,
     ${CLEAR_ABORT}, updated_at = ${NOW(1)}

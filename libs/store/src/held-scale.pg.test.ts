@@ -1,0 +1,108 @@
+import { createTestDatabase, findPlanNodes, insertDueJobs, at, type PlanNode, type TestDatabase } from '@kairos/testing';
+import { COMPLETE_SIMPLE_SQL, RENEW_SQL } from './lease';
+import { claimDue } from './lease/claim';
+
+/**
+ * A renewal or a completion names a batch of leases; it must read those rows
+ * by primary key whatever else is CLAIMED. The trap (lease/sql.ts, heldJobs):
+ * with statistics gathered while the jobs were DUE, the planner took the
+ * partial index of CLAIMED rows for a small one and read all of it for every
+ * batch. Measured in rows the plan reads from `jobs`, which is deterministic.
+ */
+describe('renewal and completion cost does not grow with other claimed jobs', () => {
+  const now = new Date('2030-01-01T00:00:00.000Z');
+  const claimedJobs = 20_000;
+  const otherJobs = 100_000;
+  const batch = 250;
+  let db: TestDatabase;
+  let named: { ids: string[]; generations: number[] };
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    // The claimed jobs among a table of others (future ones), as in production:
+    // a table of CLAIMED rows alone makes reading all of it a fair plan.
+    await insertDueJobs(db.pool, { count: claimedJobs, nextRunAt: at(now, -1000) });
+    await insertDueJobs(db.pool, { count: otherJobs, nextRunAt: at(now, 60_000), spreadMs: 86_400_000 });
+    // Statistics from a table of DUE rows, kept that way while they are claimed.
+    await db.pool.query('ALTER TABLE jobs SET (autovacuum_enabled = off)');
+    await db.pool.query('VACUUM ANALYZE jobs');
+    const claimed = [];
+    for (;;) {
+      const rows = await claimDue(db.pool, { now, tasks: ['noop'], limit: 5_000, owner: 'w', tokenId: null, leaseMs: 600_000, namespace: 'default' });
+      if (rows.length === 0) break;
+      claimed.push(...rows);
+    }
+    expect(claimed).toHaveLength(claimedJobs);
+    const picked = claimed.slice(0, batch);
+    named = { ids: picked.map((job) => job.jobId), generations: picked.map((job) => job.leaseGeneration) };
+  }, 120_000);
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  /** The statement's plan, analysed in a transaction rolled back; `generic` forces the plan a prepared statement may cache. */
+  async function explain(sql: string, leading: unknown[], generic: boolean): Promise<{ text: string; root: PlanNode }> {
+    const arrays = [named.ids, named.generations, named.ids.map(() => 'w'), named.ids.map(() => null)];
+    const literal = (value: unknown) =>
+      value instanceof Date ? `'${value.toISOString()}'` : Array.isArray(value) ? `'{${value.map((v) => (v === null ? 'NULL' : String(v))).join(',')}}'` : String(value);
+    const client = await db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(`SET LOCAL plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}`);
+      await client.query(`PREPARE held_scale AS ${sql}`);
+      const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE held_scale(${[...leading, ...arrays].map(literal).join(', ')})`);
+      const root = rows[0]['QUERY PLAN'][0].Plan as PlanNode;
+      const text = JSON.stringify(root);
+      const { rows: [counts] } = await client.query("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'held_scale'");
+      if (Number(generic ? counts.generic_plans : counts.custom_plans) !== 1) throw new Error(`expected a ${generic ? 'generic' : 'custom'} plan: ${JSON.stringify(counts)}`);
+      return { text, root };
+    } finally {
+      await client.query('ROLLBACK');
+      // PREPARE is not transactional.
+      await client.query('DEALLOCATE ALL');
+      client.release();
+    }
+  }
+
+  /** Rows every scan of `jobs` produced or filtered away, over all its loops. */
+  function rowsRead(root: PlanNode): number {
+    const scans = findPlanNodes(root, (node) => node['Relation Name'] === 'jobs' && String(node['Node Type']).includes('Scan'));
+    const perLoop = (node: PlanNode) =>
+      Number(node['Actual Rows'] ?? 0) + Number(node['Rows Removed by Filter'] ?? 0) + Number(node['Rows Removed by Index Recheck'] ?? 0);
+    return scans.reduce((sum, node) => sum + perLoop(node) * Number(node['Actual Loops'] ?? 1), 0);
+  }
+
+  function expectByPrimaryKey(plan: { text: string; root: PlanNode }, lookups: number): void {
+    if (plan.text.includes('jobs_claimed_lease_until_idx')) throw new Error(`reads the index of every claimed job: ${plan.text}`);
+    const read = rowsRead(plan.root);
+    if (read > lookups * batch) throw new Error(`reads ${read} rows of jobs for ${batch} named leases: ${plan.text}`);
+  }
+
+  /** The rows the statement's row-lock node locked: the batch, so the plan did the work it was asked. */
+  function locked(root: PlanNode): number {
+    return findPlanNodes(root, (node) => node['Node Type'] === 'LockRows').reduce((sum, node) => sum + Number(node['Actual Rows'] ?? 0), 0);
+  }
+
+  for (const statistics of ['stale', 'fresh'] as const) {
+    for (const generic of [false, true]) {
+      const label = `${statistics} statistics, ${generic ? 'generic' : 'custom'} plan`;
+
+      it(`completion reads the named leases by primary key (${label})`, async () => {
+        if (statistics === 'fresh') await db.pool.query('ANALYZE jobs');
+        const plan = await explain(COMPLETE_SIMPLE_SQL, [now], generic);
+        expect(locked(plan.root)).toBe(batch);
+        // The lock, then the UPDATE's own lookup of each locked row.
+        expectByPrimaryKey(plan, 2);
+      });
+
+      it(`renewal reads the named leases by primary key (${label})`, async () => {
+        // Past a sixth of the lease: not fresh, so the rows are read, found stale, locked and extended.
+        if (statistics === 'fresh') await db.pool.query('ANALYZE jobs');
+        const plan = await explain(RENEW_SQL, [at(now, 200_000), 600_000, 30_000], generic);
+        expect(locked(plan.root)).toBe(batch);
+        // The fresh read, the lock, the UPDATE's lookup.
+        expectByPrimaryKey(plan, 3);
+      });
+    }
+  }
+});
