@@ -1,4 +1,4 @@
-import { createTestDatabase, findPlanNodes, insertDueJobs, at, type PlanNode, type TestDatabase } from '@kairos/testing';
+import { createTestDatabase, explainAnalyze, findPlanNodes, insertDueJobs, at, type PlanNode, type TestDatabase } from '@kairos/testing';
 import { CLAIM_SQL } from './lease';
 
 /**
@@ -18,41 +18,21 @@ describe('claim cost does not grow with far-future jobs', () => {
   });
 
   /**
-   * The claim's plan, analysed inside a transaction rolled back. `generic`: the
+   * The claim's plan, analysed in a transaction rolled back. `generic`: the
    * plan PostgreSQL caches for the prepared statement (lease.claimDue runs it
    * as a named statement, and after five executions the server may keep one
    * plan for every parameter value), forced here.
    */
   async function explainClaim(expectedRows = 500, generic = false): Promise<{ plan: string; root: PlanNode; buffers: number }> {
-    const client = await db.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const params = [now, ['noop'], 500, 'w', 10_000, 60_000, 'default', null, 0, false];
-      let rows;
-      if (generic) {
-        await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
-        await client.query(`PREPARE claim_generic AS ${CLAIM_SQL}`);
-        const literals = params.map((value) => (value === null ? 'NULL' : `'${value instanceof Date ? value.toISOString() : Array.isArray(value) ? `{${value.join(',')}}` : String(value)}'`));
-        ({ rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE claim_generic(${literals.join(', ')})`));
-        await client.query('DEALLOCATE claim_generic');
-        // A generic plan keeps the parameters as parameters.
-        if (!JSON.stringify(rows).includes('$1')) throw new Error(`not a generic plan: ${JSON.stringify(rows)}`);
-      } else {
-        ({ rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${CLAIM_SQL}`, params));
-      }
-      const plan = rows[0]['QUERY PLAN'][0];
-      const text = JSON.stringify(plan);
-      if (plan.Plan['Actual Rows'] !== expectedRows) {
-        throw new Error(`expected ${expectedRows} claimed rows, plan says ${plan.Plan['Actual Rows']}`);
-      }
-      // Buffers touched by the scan that feeds the claim (the `due` CTE).
-      const scan = findNode(plan.Plan, (node) => node['Index Name'] === 'jobs_due_next_run_at_idx');
-      if (!scan) throw new Error(`claim does not scan jobs_due_next_run_at_idx: ${text}`);
-      return { plan: text, root: plan.Plan, buffers: Number(scan['Shared Hit Blocks'] ?? 0) + Number(scan['Shared Read Blocks'] ?? 0) };
-    } finally {
-      await client.query('ROLLBACK');
-      client.release();
+    const params = [now, ['noop'], 500, 'w', 10_000, 60_000, 'default', null, 0, false];
+    const { root, text } = await explainAnalyze(db.pool, CLAIM_SQL, params, generic ? 'generic' : 'bound');
+    if (root['Actual Rows'] !== expectedRows) {
+      throw new Error(`expected ${expectedRows} claimed rows, plan says ${root['Actual Rows']}`);
     }
+    // Buffers touched by the scan that feeds the claim (the `due` CTE).
+    const scan = findNode(root, (node) => node['Index Name'] === 'jobs_due_next_run_at_idx');
+    if (!scan) throw new Error(`claim does not scan jobs_due_next_run_at_idx: ${text}`);
+    return { plan: text, root, buffers: Number(scan['Shared Hit Blocks'] ?? 0) + Number(scan['Shared Read Blocks'] ?? 0) };
   }
 
   it('reads about as many index pages with 1,000,000 future jobs as with 10,000', async () => {

@@ -1,4 +1,4 @@
-import { createTestDatabase, findPlanNodes, insertDueJobs, at, type PlanNode, type TestDatabase } from '@kairos/testing';
+import { createTestDatabase, explainAnalyze, findPlanNodes, insertDueJobs, at, type AnalysedPlan, type PlanNode, type TestDatabase } from '@kairos/testing';
 import { COMPLETE_SIMPLE_SQL, RENEW_SQL } from './lease';
 import { claimDue } from './lease/claim';
 
@@ -40,28 +40,10 @@ describe('renewal and completion cost does not grow with other claimed jobs', ()
     await db.drop();
   });
 
-  /** The statement's plan, analysed in a transaction rolled back; `generic` forces the plan a prepared statement may cache. */
-  async function explain(sql: string, leading: unknown[], generic: boolean): Promise<{ text: string; root: PlanNode }> {
-    const arrays = [named.ids, named.generations, named.ids.map(() => 'w'), named.ids.map(() => null)];
-    const literal = (value: unknown) =>
-      value instanceof Date ? `'${value.toISOString()}'` : Array.isArray(value) ? `'{${value.map((v) => (v === null ? 'NULL' : String(v))).join(',')}}'` : String(value);
-    const client = await db.pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query(`SET LOCAL plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}`);
-      await client.query(`PREPARE held_scale AS ${sql}`);
-      const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE held_scale(${[...leading, ...arrays].map(literal).join(', ')})`);
-      const root = rows[0]['QUERY PLAN'][0].Plan as PlanNode;
-      const text = JSON.stringify(root);
-      const { rows: [counts] } = await client.query("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'held_scale'");
-      if (Number(generic ? counts.generic_plans : counts.custom_plans) !== 1) throw new Error(`expected a ${generic ? 'generic' : 'custom'} plan: ${JSON.stringify(counts)}`);
-      return { text, root };
-    } finally {
-      await client.query('ROLLBACK');
-      // PREPARE is not transactional.
-      await client.query('DEALLOCATE ALL');
-      client.release();
-    }
+  /** The statement's plan for the named leases, after its `leading` parameters. */
+  function explain(sql: string, leading: unknown[], generic: boolean): Promise<AnalysedPlan> {
+    const holders = [named.ids, named.generations, named.ids.map(() => 'w'), named.ids.map(() => null)];
+    return explainAnalyze(db.pool, sql, [...leading, ...holders], generic ? 'generic' : 'custom');
   }
 
   /** Rows every scan of `jobs` produced or filtered away, over all its loops. */
@@ -72,7 +54,7 @@ describe('renewal and completion cost does not grow with other claimed jobs', ()
     return scans.reduce((sum, node) => sum + perLoop(node) * Number(node['Actual Loops'] ?? 1), 0);
   }
 
-  function expectByPrimaryKey(plan: { text: string; root: PlanNode }, lookups: number): void {
+  function expectByPrimaryKey(plan: AnalysedPlan, lookups: number): void {
     if (plan.text.includes('jobs_claimed_lease_until_idx')) throw new Error(`reads the index of every claimed job: ${plan.text}`);
     const read = rowsRead(plan.root);
     if (read > lookups * batch) throw new Error(`reads ${read} rows of jobs for ${batch} named leases: ${plan.text}`);
@@ -84,25 +66,28 @@ describe('renewal and completion cost does not grow with other claimed jobs', ()
   }
 
   for (const statistics of ['stale', 'fresh'] as const) {
-    for (const generic of [false, true]) {
-      const label = `${statistics} statistics, ${generic ? 'generic' : 'custom'} plan`;
+    describe(`${statistics} statistics`, () => {
+      // The stale cases run first, on the statistics beforeAll left.
+      if (statistics === 'fresh') beforeAll(() => db.pool.query('ANALYZE jobs'));
 
-      it(`completion reads the named leases by primary key (${label})`, async () => {
-        if (statistics === 'fresh') await db.pool.query('ANALYZE jobs');
-        const plan = await explain(COMPLETE_SIMPLE_SQL, [now], generic);
-        expect(locked(plan.root)).toBe(batch);
-        // The lock, then the UPDATE's own lookup of each locked row.
-        expectByPrimaryKey(plan, 2);
-      });
+      for (const generic of [false, true]) {
+        const label = `${statistics} statistics, ${generic ? 'generic' : 'custom'} plan`;
 
-      it(`renewal reads the named leases by primary key (${label})`, async () => {
-        // Past a sixth of the lease: not fresh, so the rows are read, found stale, locked and extended.
-        if (statistics === 'fresh') await db.pool.query('ANALYZE jobs');
-        const plan = await explain(RENEW_SQL, [at(now, 200_000), 600_000, 30_000], generic);
-        expect(locked(plan.root)).toBe(batch);
-        // The fresh read, the lock, the UPDATE's lookup.
-        expectByPrimaryKey(plan, 3);
-      });
-    }
+        it(`completion reads the named leases by primary key (${label})`, async () => {
+          const plan = await explain(COMPLETE_SIMPLE_SQL, [now], generic);
+          expect(locked(plan.root)).toBe(batch);
+          // The lock, then the UPDATE's own lookup of each locked row.
+          expectByPrimaryKey(plan, 2);
+        });
+
+        it(`renewal reads the named leases by primary key (${label})`, async () => {
+          // Past a sixth of the lease: not fresh, so the rows are read, found stale, locked and extended.
+          const plan = await explain(RENEW_SQL, [at(now, 200_000), 600_000, 30_000], generic);
+          expect(locked(plan.root)).toBe(batch);
+          // The fresh read, the lock, the UPDATE's lookup.
+          expectByPrimaryKey(plan, 3);
+        });
+      }
+    });
   }
 });

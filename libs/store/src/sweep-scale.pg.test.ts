@@ -1,4 +1,4 @@
-import { at, createTestDatabase, findPlanNodes, insertDueJobs, type PlanNode, type TestDatabase } from '@kairos/testing';
+import { at, createTestDatabase, explainAnalyze, findPlanNodes, insertDueJobs, type PlanNode, type TestDatabase } from '@kairos/testing';
 import { EXPIRED_SQL, MISFIRED_SQL, OVERLAPPED_SQL } from './lease';
 
 /**
@@ -34,16 +34,8 @@ describe('the reaper reads indexes, not the jobs table', () => {
   });
 
   async function explain(sql: string, params: unknown[]): Promise<{ root: PlanNode; text: string; rows: number }> {
-    const client = await db.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${sql}`, params);
-      const plan = rows[0]['QUERY PLAN'][0];
-      return { root: plan.Plan, text: JSON.stringify(plan), rows: Number(plan.Plan['Actual Rows']) };
-    } finally {
-      await client.query('ROLLBACK');
-      client.release();
-    }
+    const plan = await explainAnalyze(db.pool, sql, params);
+    return { ...plan, rows: Number(plan.root['Actual Rows']) };
   }
 
   function expectNoTableScan(plan: { root: PlanNode; text: string }): void {

@@ -18,4 +18,4 @@ export { restClient, type RestResponse } from './rest-client';
 export { makeTestPki, type TestPki } from './certificates';
 export { metricValue } from './metrics';
 export { startHeldCalls, type HeldCall, type HeldCalls } from './held-calls';
-export { findPlanNodes, type PlanNode } from './plans';
+export { explainAnalyze, findPlanNodes, type AnalysedPlan, type PlanMode, type PlanNode } from './plans';

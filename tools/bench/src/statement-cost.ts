@@ -115,10 +115,9 @@ async function main(): Promise<void> {
   const batch = Number(values.batch);
   const rounds = Number(values.rounds);
   const held = Number(values.held);
-  for (const [name, value] of Object.entries({ jobs, batch, rounds })) {
-    if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a whole number of at least 1`);
+  for (const [name, value, least] of [['jobs', jobs, 1], ['batch', batch, 1], ['rounds', rounds, 1], ['held', held, 0]] as const) {
+    if (!Number.isInteger(value) || value < least) throw new Error(`--${name} must be a whole number of at least ${least}`);
   }
-  if (!Number.isInteger(held) || held < 0) throw new Error('--held must be a whole number (0 or more)');
   const cluster = await startCluster({ extraSettings: { autovacuum: 'off' } });
   try {
     for (let round = 1; round <= rounds; round++) {
