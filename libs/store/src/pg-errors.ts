@@ -17,6 +17,7 @@ export const SQLSTATE = {
   invalidTextRepresentation: '22P02',
   adminShutdown: '57P01',
   cannotConnectNow: '57P03',
+  deadlockDetected: '40P01',
 } as const;
 
 /**

@@ -19,10 +19,13 @@ import { settle, startOf, type AttemptOutcome, type RetryPolicy, type Settlement
 import { isWellFormed, leaseKey, type HeldLeaseRef } from './refs';
 import { requestAbort } from './abort';
 import { DEFAULT_MISFIRE_THRESHOLD_MS } from './claim';
+import { sqlState, SQLSTATE } from '../pg-errors';
 import {
   CLEAR_ABORT,
   currentHolders,
+  heldLeases,
   holderArrays,
+  inIdOrder,
   inTransaction,
   insertEndedRuns,
   lockInIdOrder,
@@ -170,12 +173,25 @@ function recordedSuccess(report: CompletionReport): CompleteResult {
 /**
  * Runs COMPLETE_SIMPLE_SQL for well-formed SUCCEEDED reports, each lease named
  * once; answers the leaseKeys it did not record (recurring jobs, stale or
- * foreign reports).
+ * foreign reports). The reports go in job-id order, the order the statement
+ * then locks their rows in; should PostgreSQL still find a deadlock (a plan
+ * that visits the rows in another order), the statement, which changed
+ * nothing, is run again.
  */
 async function completeSimple(pool: Pool, reports: readonly HeldLeaseRef[], now: Date | undefined): Promise<Set<string>> {
-  const { rows } = await pool.query({ name: 'kairos_complete_simple', text: COMPLETE_SIMPLE_SQL, values: [now ?? null, ...holderArrays(reports)] });
-  return new Set(rows.map((row) => leaseKey(row.id, Number(row.lease_generation))));
+  const values = [now ?? null, ...holderArrays(inIdOrder(reports))];
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const { rows } = await pool.query({ name: 'kairos_complete_simple', text: COMPLETE_SIMPLE_SQL, values });
+      return new Set(rows.map((row) => leaseKey(row.id, Number(row.lease_generation))));
+    } catch (error: unknown) {
+      if (sqlState(error) !== SQLSTATE.deadlockDetected || attempt === DEADLOCK_ATTEMPTS) throw error;
+    }
+  }
 }
+
+/** How often a completion batch is tried when PostgreSQL breaks a deadlock by failing it. */
+const DEADLOCK_ATTEMPTS = 3;
 
 /**
  * Every other batch: duplicates, failures, recurring jobs. `recorded`: the
@@ -259,26 +275,39 @@ function skippedCount(stretches: readonly SkippedStretch[]): number {
   return stretches.reduce((sum, stretch) => sum + stretch.count, 0);
 }
 
+/** The batch of leases a completion names, from its second parameter. */
+const HELD = heldLeases(2);
+
 /**
  * Completion of successful one-off runs in one statement (one round trip, one
  * commit for the whole batch): fenced like every other write, on CLAIMED and
- * the generation. The run's row is written here, whole (decision 0027).
- * Recurring jobs and failures need schedule arithmetic and go through
- * `applyEndings`.
+ * the generation. The run's row is written here, whole (decision 0027), from
+ * what the UPDATE returns: the columns it does not set, and the holder from
+ * the batch (the row's own lease_owner is cleared by then).
+ *
+ * No separate locking step: the UPDATE locks each row as its nested loop over
+ * the batch's arrays reaches it by primary key, so in the order of the arrays,
+ * which `completeSimple` sorts by job id: the order `lockInIdOrder` locks in
+ * for renewals and the other batches, so the two cannot deadlock
+ * (lock-order.pg.test.ts). The `SELECT … ORDER BY id FOR UPDATE` it used to
+ * run first cost a lock record per row and a second primary-key lookup, about
+ * a tenth of the statement (docs/benchmarks.md). If PostgreSQL did report a
+ * deadlock (a plan that scans a tiny table instead of probing its key),
+ * `completeSimple` runs the statement again.
  *
  * It answers the leases it did NOT record (recurring, stale, another
  * holder's): usually none, so a batch of recorded runs costs the coordinator
  * no row to read back. The input names each lease once (`complete` makes sure).
  */
 export const COMPLETE_SIMPLE_SQL = `
-WITH locked AS (${lockInIdOrder(2, 'AND j.schedule IS NULL', RUN_COLUMNS)}), done AS (
+WITH done AS (
   UPDATE jobs j SET state = 'COMPLETED', next_run_at = NULL, lease_until = NULL, lease_owner = NULL, lease_token = NULL,
     ${CLEAR_ABORT}, updated_at = ${NOW(1)}
-  FROM locked
-  WHERE j.id = locked.id
-  RETURNING j.id, j.lease_generation
+  FROM ${HELD.from}
+  WHERE ${HELD.match} AND ${HELD.claimed} AND j.schedule IS NULL
+  RETURNING j.id, j.run_id, j.attempt, j.lease_generation, j.occurrence_at, r.owner AS lease_owner, j.run_started_at, j.next_reason
 ), recorded AS (
-  ${insertEndedRuns('locked', { finishedAt: NOW(1), outcome: "'SUCCEEDED'", error: 'NULL' })}
+  ${insertEndedRuns('done', { finishedAt: NOW(1), outcome: "'SUCCEEDED'", error: 'NULL' })}
 )
 SELECT r.id, r.generation AS lease_generation FROM unnest($2::uuid[], $3::bigint[]) AS r(id, generation)
 WHERE NOT EXISTS (SELECT FROM done WHERE done.id = r.id AND done.lease_generation = r.generation)`;

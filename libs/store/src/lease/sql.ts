@@ -39,6 +39,8 @@ export const EPOCH_MS = (expression: string) => `floor(round(date_part('epoch', 
  * so two batches sharing leases (a heartbeat's renewal and an outcome flush)
  * cannot deadlock; an `UPDATE … FROM unnest(…)` alone locks in whatever order
  * its plan visits rows (found by tools/chaos: "deadlock detected" on renew).
+ * The one exception, the simple completion, locks with its UPDATE over input
+ * sorted by `inIdOrder`, in a plan that visits the input in order (decision 0031).
  */
 export function lockInIdOrder(firstParam: number, extraCondition = '', columns = 'j.id'): string {
   return `SELECT ${columns} FROM ${heldJobs(firstParam)} ${extraCondition}
@@ -62,12 +64,32 @@ export function lockInIdOrder(firstParam: number, extraCondition = '', columns =
  * (held-scale.pg.test.ts pins the plan with stale and fresh statistics).
  */
 export function heldJobs(firstParam: number): string {
-  const [ids, generations, owners, tokens] = [0, 1, 2, 3].map((offset) => `$${firstParam + offset}`);
+  const held = heldLeases(firstParam);
   return `jobs j
-      JOIN unnest(${ids}::uuid[], ${generations}::bigint[], ${owners}::text[], ${tokens}::uuid[]) AS r(id, generation, owner, token)
-      ON j.id = r.id AND j.lease_generation = r.generation AND j.lease_owner = r.owner
-        AND j.lease_token IS NOT DISTINCT FROM r.token
-    WHERE j.state::text = 'CLAIMED'`;
+      JOIN ${held.from} ON ${held.match}
+    WHERE ${held.claimed}`;
+}
+
+/**
+ * The parts of `heldJobs` for an `UPDATE jobs j … FROM ${from} WHERE ${match} AND ${claimed}`:
+ * the batch's arrays as `r(id, generation, owner, token)`, the holder match, the state.
+ */
+export function heldLeases(firstParam: number): { from: string; match: string; claimed: string } {
+  const [ids, generations, owners, tokens] = [0, 1, 2, 3].map((offset) => `$${firstParam + offset}`);
+  return {
+    from: `unnest(${ids}::uuid[], ${generations}::bigint[], ${owners}::text[], ${tokens}::uuid[]) AS r(id, generation, owner, token)`,
+    match: 'j.id = r.id AND j.lease_generation = r.generation AND j.lease_owner = r.owner AND j.lease_token IS NOT DISTINCT FROM r.token',
+    claimed: "j.state::text = 'CLAIMED'",
+  };
+}
+
+/**
+ * `leases` in job-id order (uuid order: canonical ids compare like their
+ * bytes). A statement that locks rows as its nested loop meets them, in the
+ * order of its input arrays, then locks them as `lockInIdOrder` does.
+ */
+export function inIdOrder<T extends { readonly jobId: string }>(leases: readonly T[]): T[] {
+  return [...leases].sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
 }
 
 
