@@ -49,6 +49,18 @@ export function lockInIdOrder(firstParam: number, extraCondition = '', columns =
 }
 
 /**
+ * `lockInIdOrder` for a batch passed in job-id order (`inIdOrder`): each named
+ * lease is looked up by primary key and locked as the loop over the arrays
+ * reaches it, so in their order, whatever the batch's size or the statistics
+ * (`heldJobsByKey`). With the join, a large batch could be planned as a scan
+ * of the whole table.
+ */
+export function lockInInputOrder(firstParam: number, extraCondition = '', columns = 'j.id'): string {
+  return `SELECT ${columns} FROM ${heldJobsByKey(firstParam, extraCondition)}
+    FOR UPDATE OF j`;
+}
+
+/**
  * `jobs j` restricted to the CLAIMED rows a batch of held leases names (the
  * arrays `holderArrays` makes, from `firstParam`): each matches only with its
  * generation AND its holder. Ends in a WHERE clause that `AND …` may extend.
@@ -68,6 +80,24 @@ export function heldJobs(firstParam: number): string {
   return `jobs j
       JOIN ${held.from} ON ${held.match}
     WHERE ${held.claimed}`;
+}
+
+/**
+ * The CLAIMED rows a batch of held leases names (as `heldJobs`, `extraCondition`
+ * AND-ed to the match), one primary-key lookup per named lease whatever the
+ * batch's size or the statistics: a subquery per element of the arrays, which
+ * OFFSET 0 keeps the planner from flattening into a join it may plan
+ * otherwise. With the join, a renewal of 1,024 fresh leases among 100,000 jobs
+ * was planned as a scan of the whole table that scanned the batch's array
+ * again for every CLAIMED row: 490 ms, against 9 ms this way
+ * (held-scale.pg.test.ts). With `FOR UPDATE OF j` the subquery locks each row
+ * as the loop reaches it, in the order of the arrays and only if it matches
+ * (`lockInInputOrder`).
+ */
+export function heldJobsByKey(firstParam: number, extraCondition = ''): string {
+  const held = heldLeases(firstParam);
+  return `${held.from}
+      CROSS JOIN LATERAL (SELECT j.* FROM jobs j WHERE ${held.match} AND ${held.claimed} ${extraCondition} OFFSET 0) j`;
 }
 
 /**
