@@ -1,6 +1,7 @@
 import { createTestDatabase, explainAnalyze, findPlanNodes, insertDueJobs, at, type AnalysedPlan, type PlanNode, type TestDatabase } from '@kairos/testing';
 import { COMPLETE_SIMPLE_SQL, RENEW_SQL } from './lease';
 import { claimDue, type ClaimedJob } from './lease/claim';
+import { inIdOrder } from './lease/sql';
 
 /**
  * A renewal or a completion names a batch of leases; it must read those rows
@@ -36,11 +37,13 @@ describe('renewal and completion cost does not grow with other claimed jobs', ()
       claimed.push(...rows);
     }
     expect(claimed).toHaveLength(claimedJobs);
-    const inOrder = (jobs: ClaimedJob[]) => [...jobs].sort((a, b) => (a.jobId < b.jobId ? -1 : 1));
-    const picked = inOrder(claimed.slice(0, batch));
-    named = { ids: picked.map((job) => job.jobId), generations: picked.map((job) => job.leaseGeneration) };
-    const many = inOrder(claimed.slice(0, heartbeat));
-    manyNamed = { ids: many.map((job) => job.jobId), generations: many.map((job) => job.leaseGeneration) };
+    // In job-id order, as the store passes them.
+    const leasesOf = (jobs: ClaimedJob[]) => {
+      const sorted = inIdOrder(jobs);
+      return { ids: sorted.map((job) => job.jobId), generations: sorted.map((job) => job.leaseGeneration) };
+    };
+    named = leasesOf(claimed.slice(0, batch));
+    manyNamed = leasesOf(claimed.slice(0, heartbeat));
   }, 120_000);
   afterAll(async () => {
     await db.drop();

@@ -1,6 +1,7 @@
 import type { PoolClient } from 'pg';
 import { createTestDatabase, insertDueJobs, at, waitFor, type TestDatabase } from '@kairos/testing';
 import type { ClaimedJob } from './lease/claim';
+import { inIdOrder } from './lease/sql';
 import type { Store } from './store';
 
 /**
@@ -37,38 +38,45 @@ describe('batches of held leases lock in job-id order', () => {
     await db.pool.query('ANALYZE jobs');
     const claimed = await store.lease.claimDue({ now, tasks: ['noop'], limit: batch, owner: 'w', tokenId: null, leaseMs, namespace: 'default' });
     expect(claimed).toHaveLength(batch);
-    return claimed.sort((a, b) => (a.jobId < b.jobId ? -1 : 1));
+    return inIdOrder(claimed);
   }
 
   const held = (job: ClaimedJob) => ({ jobId: job.jobId, leaseGeneration: job.leaseGeneration, owner: 'w', tokenId: null });
 
-  async function withTransaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
+  /** A transaction of its own holding the row lock of `jobId`; the caller ends it and releases the client. */
+  async function holdLock(jobId: string): Promise<PoolClient> {
     const client = await db.pool.connect();
-    try {
-      await client.query('BEGIN');
-      return await work(client);
-    } finally {
-      await client.query('ROLLBACK').catch(() => undefined);
-      client.release();
-    }
+    await client.query('BEGIN');
+    await client.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [jobId]);
+    return client;
   }
 
-  /** Backends of this database waiting for a lock. */
-  async function waitingOnLocks(): Promise<number> {
-    const { rows } = await db.pool.query(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-    );
-    return rows[0].n;
+  /** Starts `statement` and resolves once a backend of this database waits for a row lock. */
+  async function startedAndWaiting<T>(statement: () => Promise<T>): Promise<{ running: Promise<T> }> {
+    const running = statement();
+    running.catch(() => undefined);
+    await waitFor(async () => {
+      const { rows } = await db.pool.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
+      return rows[0].n >= 1;
+    });
+    return { running };
   }
 
   /** The leases of `jobs` no transaction holds a lock on (locked here in passing, then let go). */
-  function unlocked(jobs: readonly ClaimedJob[]): Promise<string[]> {
-    return withTransaction(async (client) => {
+  async function unlocked(jobs: readonly ClaimedJob[]): Promise<string[]> {
+    const client = await db.pool.connect();
+    try {
+      await client.query('BEGIN');
       const { rows } = await client.query('SELECT id FROM jobs WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE SKIP LOCKED', [
         jobs.map((job) => job.jobId),
       ]);
       return rows.map((row) => row.id as string);
-    });
+    } finally {
+      await client.query('ROLLBACK').catch(() => undefined);
+      client.release();
+    }
   }
 
   /**
@@ -76,14 +84,9 @@ describe('batches of held leases lock in job-id order', () => {
    * what was unlocked while the statement waited, and the statement's own result.
    */
   async function lockedBeforeTheMiddle<T>(jobs: ClaimedJob[], statement: () => Promise<T>): Promise<{ free: string[]; result: T }> {
-    const middle = jobs[Math.floor(batch / 2)]!;
-    const blocker = await db.pool.connect();
+    const blocker = await holdLock(jobs[Math.floor(batch / 2)]!.jobId);
     try {
-      await blocker.query('BEGIN');
-      await blocker.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [middle.jobId]);
-      const running = statement();
-      running.catch(() => undefined);
-      await waitFor(async () => (await waitingOnLocks()) >= 1);
+      const { running } = await startedAndWaiting(statement);
       const free = await unlocked(jobs);
       await blocker.query('ROLLBACK');
       return { free, result: await running };
@@ -121,14 +124,10 @@ describe('batches of held leases lock in job-id order', () => {
       const jobs = await claimBatch(0);
       const [first, last] = [jobs[0]!, jobs[batch - 1]!];
       const reports = jobs.map((job) => ({ ...held(job), outcome: 'SUCCEEDED' as const }));
-      const other = await db.pool.connect();
+      const other = await holdLock(last.jobId);
       let otherFailed = false;
       try {
-        await other.query('BEGIN');
-        await other.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [last.jobId]);
-        const completing = store.lease.complete(reports, now);
-        completing.catch(() => undefined);
-        await waitFor(async () => (await waitingOnLocks()) >= 1);
+        const { running: completing } = await startedAndWaiting(() => store.lease.complete(reports, now));
         await other.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [first.jobId]).catch((error: { code?: string }) => {
           expect(error.code).toBe('40P01');
           otherFailed = true;

@@ -31,7 +31,7 @@ import {
   lockInIdOrder,
   NOW,
   refusal,
-  RUN_COLUMNS,
+  runColumns,
   truncateError,
 } from './sql';
 
@@ -305,7 +305,7 @@ WITH done AS (
     ${CLEAR_ABORT}, updated_at = ${NOW(1)}
   FROM ${HELD.from}
   WHERE ${HELD.match} AND ${HELD.claimed} AND j.schedule IS NULL
-  RETURNING j.id, j.run_id, j.attempt, j.lease_generation, j.occurrence_at, r.owner AS lease_owner, j.run_started_at, j.next_reason
+  RETURNING ${runColumns('r.owner')}
 ), recorded AS (
   ${insertEndedRuns('done', { finishedAt: NOW(1), outcome: "'SUCCEEDED'", error: 'NULL' })}
 )

@@ -39,8 +39,10 @@ export const EPOCH_MS = (expression: string) => `floor(round(date_part('epoch', 
  * so two batches sharing leases (a heartbeat's renewal and an outcome flush)
  * cannot deadlock; an `UPDATE … FROM unnest(…)` alone locks in whatever order
  * its plan visits rows (found by tools/chaos: "deadlock detected" on renew).
- * The one exception, the simple completion, locks with its UPDATE over input
- * sorted by `inIdOrder`, in a plan that visits the input in order (decision 0031).
+ * Two statements get the same order another way, from a batch sorted by
+ * `inIdOrder`: the simple completion locks with its UPDATE, in a plan that
+ * visits the input in order (decision 0031), and the renewal with
+ * `lockInInputOrder`.
  */
 export function lockInIdOrder(firstParam: number, extraCondition = '', columns = 'j.id'): string {
   return `SELECT ${columns} FROM ${heldJobs(firstParam)} ${extraCondition}
@@ -128,8 +130,14 @@ export function inIdOrder<T extends { readonly jobId: string }>(leases: readonly
  * claim reserved `run_id` and stamped `run_started_at`; the rest is the job's
  * own, unchanged while it is CLAIMED. Select these with the row lock (the
  * values before the ending's UPDATE), then `insertEndedRuns` from that CTE.
+ * An ending's UPDATE may return them instead if it names the holder from
+ * elsewhere (`owner`): it clears the row's own lease_owner.
  */
-export const RUN_COLUMNS = 'j.id, j.run_id, j.attempt, j.lease_generation, j.occurrence_at, j.lease_owner, j.run_started_at, j.next_reason';
+export function runColumns(owner = 'j.lease_owner'): string {
+  return `j.id, j.run_id, j.attempt, j.lease_generation, j.occurrence_at, ${owner} AS lease_owner, j.run_started_at, j.next_reason`;
+}
+
+export const RUN_COLUMNS = runColumns();
 
 /**
  * The one INSERT that records ended runs, from a CTE (`source`) with the
