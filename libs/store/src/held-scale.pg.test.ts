@@ -1,5 +1,5 @@
 import { createTestDatabase, explainAnalyze, findPlanNodes, insertDueJobs, at, type AnalysedPlan, type PlanNode, type TestDatabase } from '@kairos/testing';
-import { COMPLETE_SIMPLE_SQL, RENEW_SQL } from './lease';
+import { COMPLETE_SIMPLE_SQL, LOCK_ENDINGS_SQL, REFUSE_WITHDRAW_SQL, RELEASE_SQL, RENEW_SQL } from './lease';
 import { claimDue, type ClaimedJob } from './lease/claim';
 import { inIdOrder } from './lease/sql';
 
@@ -50,9 +50,16 @@ describe('renewal and completion cost does not grow with other claimed jobs', ()
   });
 
   /** The statement's plan for the named leases, after its `leading` parameters. */
-  function explain(sql: string, leading: unknown[], generic: boolean, leases = named): Promise<AnalysedPlan> {
+  function explain(sql: string, leading: unknown[], generic: boolean, leases = named, trailing: unknown[] = []): Promise<AnalysedPlan> {
     const holders = [leases.ids, leases.generations, leases.ids.map(() => 'w'), leases.ids.map(() => null)];
-    return explainAnalyze(db.pool, sql, [...leading, ...holders], generic ? 'generic' : 'custom');
+    return explainAnalyze(db.pool, sql, [...leading, ...holders, ...trailing], generic ? 'generic' : 'custom');
+  }
+
+  /** At most `perLease` rows of jobs read for each of the `heartbeat` named leases, and no scan of the table. */
+  function expectPerLease(plan: AnalysedPlan, perLease: number): void {
+    const scans = findPlanNodes(plan.root, (node) => node['Relation Name'] === 'jobs' && node['Node Type'] === 'Seq Scan');
+    const read = rowsRead(plan.root);
+    if (scans.length > 0 || read > perLease * heartbeat + 10) throw new Error(`reads ${read} rows of jobs for ${heartbeat} named leases: ${plan.text}`);
   }
 
   /** Rows every scan of `jobs` produced or filtered away, over all its loops. */
@@ -125,6 +132,35 @@ describe('renewal and completion cost does not grow with other claimed jobs', ()
           // The fresh read and the lock step's look at each lease (the UPDATE, with nothing to write, may
           // start one scan); the join plan read every row of the table.
           if (read > 2 * heartbeat + 10) throw new Error(`reads ${read} rows of jobs for ${heartbeat} named leases: ${plan.text}`);
+        });
+
+        // The other batches that lock held leases. Sorting the joined rows (ORDER BY id FOR UPDATE) read
+        // the whole table for a batch this large, hash-joined with the batch.
+        it(`the locking step of ${heartbeat} endings reads them by primary key (${label})`, async () => {
+          const plan = await explain(LOCK_ENDINGS_SQL, [now], generic, manyNamed);
+          expect(locked(plan.root)).toBe(heartbeat);
+          expectPerLease(plan, 1);
+        });
+
+        it(`a release of ${heartbeat} leases reads them by primary key (${label})`, async () => {
+          const plan = await explain(RELEASE_SQL, [now], generic, manyNamed, [manyNamed.ids.map(() => 'draining')]);
+          expect(updated(plan.root)).toBe(heartbeat);
+          // The lock, and the UPDATE's lookup of each locked row.
+          expectPerLease(plan, 2);
+        });
+
+        it(`ending the withdrawal requests of ${heartbeat} leases reads them by primary key (${label})`, async () => {
+          const plan = await explain(REFUSE_WITHDRAW_SQL, [], generic, manyNamed);
+          expect(locked(plan.root)).toBe(heartbeat);
+          expectPerLease(plan, 2);
+        });
+
+        it(`a renewal of ${heartbeat} leases past a sixth reads them by primary key (${label})`, async () => {
+          const plan = await explain(RENEW_SQL, [at(now, 200_000), 600_000, 30_000], generic, manyNamed);
+          expect(locked(plan.root)).toBe(heartbeat);
+          expect(updated(plan.root)).toBe(heartbeat);
+          // The fresh read, the lock, the UPDATE's lookup.
+          expectPerLease(plan, 3);
         });
       }
     });

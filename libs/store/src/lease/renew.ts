@@ -4,7 +4,7 @@
  */
 import type { Pool } from 'pg';
 import { isWellFormed, leaseKey, type HeldLeaseRef } from './refs';
-import { currentHolders, heldJobsByKey, holderArrays, inIdOrder, isForeign, lockInInputOrder, NOW } from './sql';
+import { currentHolders, heldJobsByKey, holderArrays, isForeign, lockedRows, lockInIdOrder, NOW } from './sql';
 
 /** `not-owner`: the lease exists but was granted to another agent or token (refused, changes nothing). */
 export type LeaseLostReason = 'stale-generation' | 'expired' | 'not-found' | 'not-owner';
@@ -50,7 +50,7 @@ const REMAINING_MS = `greatest(0, floor(extract(epoch FROM (j.lease_until - ${NO
 export const RENEW_SQL = `
 WITH fresh AS (
   SELECT j.id, j.lease_generation, j.lease_owner, j.lease_token, ${REMAINING_MS} AS remaining_ms FROM ${heldJobsByKey(4, `AND ${FRESH}`)}
-), locked AS (${lockInInputOrder(4, `AND ${FRESH} IS NOT TRUE`)}
+), locked AS (${lockInIdOrder(4, `AND ${FRESH} IS NOT TRUE`)}
 ), renewed AS (
   UPDATE jobs j SET
     lease_until = CASE WHEN j.abort_requested_at IS NULL
@@ -59,8 +59,7 @@ WITH fresh AS (
                                          j.abort_requested_at + make_interval(secs => $3::double precision / 1000)))
     END,
     updated_at = ${NOW(1)}
-  FROM locked
-  WHERE j.id = locked.id
+  WHERE ${lockedRows('locked')}
   RETURNING j.id, j.lease_generation, j.lease_owner, j.lease_token, j.abort_requested_at IS NOT NULL AS abort_requested,
     ${REMAINING_MS} AS remaining_ms
 )
@@ -89,7 +88,7 @@ export async function renew(
   const valid = leases.filter(isWellFormed);
   const renewed = new Map<string, { remainingMs: number; abortRequested: boolean }>();
   if (valid.length > 0) {
-    const { rows } = await pool.query({ name: 'kairos_renew', text: RENEW_SQL, values: [now ?? null, leaseMs, abortGraceMs, ...holderArrays(inIdOrder(valid))] });
+    const { rows } = await pool.query({ name: 'kairos_renew', text: RENEW_SQL, values: [now ?? null, leaseMs, abortGraceMs, ...holderArrays(valid)] });
     for (const row of rows) {
       renewed.set(heldKey(row.id, Number(row.lease_generation), row.lease_owner, row.lease_token), {
         remainingMs: Number(row.remaining_ms),

@@ -25,7 +25,6 @@ import {
   currentHolders,
   heldLeases,
   holderArrays,
-  inIdOrder,
   inTransaction,
   insertEndedRuns,
   lockInIdOrder,
@@ -75,6 +74,9 @@ const LOCKED_COLUMNS = `j.id, j.lease_generation, j.lease_owner, j.schedule, j.t
   j.retry_initial_ms, j.retry_max_ms, j.retry_multiplier, j.retry_jitter, j.start_jitter_ms, j.pause_on_failure,
   j.rescheduled_at, j.overlap_policy, j.catchup_window_ms, j.run_through, j.decided_through, j.next_reason, j.busy_since,
   j.backfill_resume_at, j.next_run_at AS due_at, j.run_id, j.run_started_at`;
+
+/** The general completion's first step: the named leases' rows, locked, with what their endings need. */
+export const LOCK_ENDINGS_SQL = lockInIdOrder(2, '', `${LOCKED_COLUMNS}, ${NOW(1)} AS now`);
 
 function toLockedJob(row: Record<string, unknown>): LockedJob {
   const policy = row.misfire_policy as MisfirePolicy;
@@ -173,13 +175,13 @@ function recordedSuccess(report: CompletionReport): CompleteResult {
 /**
  * Runs COMPLETE_SIMPLE_SQL for well-formed SUCCEEDED reports, each lease named
  * once; answers the leaseKeys it did not record (recurring jobs, stale or
- * foreign reports). The reports go in job-id order, the order the statement
- * then locks their rows in; should PostgreSQL still find a deadlock (a plan
+ * foreign reports). The reports go in job-id order (`holderArrays`), the order
+ * the statement then locks their rows in; should PostgreSQL still find a deadlock (a plan
  * that visits the rows in another order), the statement, which changed
  * nothing, is run again.
  */
 async function completeSimple(pool: Pool, reports: readonly HeldLeaseRef[], now: Date | undefined): Promise<Set<string>> {
-  const values = [now ?? null, ...holderArrays(inIdOrder(reports))];
+  const values = [now ?? null, ...holderArrays(reports)];
   for (let attempt = 1; ; attempt++) {
     try {
       const { rows } = await pool.query({ name: 'kairos_complete_simple', text: COMPLETE_SIMPLE_SQL, values });
@@ -233,8 +235,7 @@ async function completeGeneral(
   if (candidates.length > 0) {
     await inTransaction(pool, async (client) => {
       const { rows } = await client.query(
-        `WITH locked AS (${lockInIdOrder(2)})
-         SELECT ${LOCKED_COLUMNS}, ${NOW(1)} AS now FROM jobs j JOIN locked ON locked.id = j.id`,
+        LOCK_ENDINGS_SQL,
         [now ?? null, ...holderArrays(candidates)],
       );
       if (rows.length === 0) return;
@@ -287,7 +288,7 @@ const HELD = heldLeases(2);
  *
  * No separate locking step: the UPDATE locks each row as its nested loop over
  * the batch's arrays reaches it by primary key, so in the order of the arrays,
- * which `completeSimple` sorts by job id: the order `lockInIdOrder` locks in
+ * which `holderArrays` sorts by job id: the order `lockInIdOrder` locks in
  * for renewals and the other batches, so the two cannot deadlock
  * (lock-order.pg.test.ts). The `SELECT … ORDER BY id FOR UPDATE` it used to
  * run first cost a lock record per row and a second primary-key lookup, about

@@ -34,67 +34,49 @@ export const EPOCH_MS = (expression: string) => `floor(round(date_part('epoch', 
 /**
  * Row locks for a batch of held leases, taken in job-id order. A row matches
  * only with its generation AND its holder (agent id and token), so a lease
- * named by anyone but its holder locks nothing and changes nothing. Every statement that
- * locks several jobs does so in id order (the locked path of `complete` too),
- * so two batches sharing leases (a heartbeat's renewal and an outcome flush)
- * cannot deadlock; an `UPDATE … FROM unnest(…)` alone locks in whatever order
- * its plan visits rows (found by tools/chaos: "deadlock detected" on renew).
- * Two statements get the same order another way, from a batch sorted by
- * `inIdOrder`: the simple completion locks with its UPDATE, in a plan that
- * visits the input in order (decision 0031), and the renewal with
- * `lockInInputOrder`.
+ * named by anyone but its holder locks nothing and changes nothing. Every
+ * statement that locks several jobs does so in id order, so two batches
+ * sharing leases (a heartbeat's renewal and an outcome flush) cannot
+ * deadlock; an `UPDATE … FROM unnest(…)` alone locks in whatever order its
+ * plan visits rows (found by tools/chaos: "deadlock detected" on renew).
+ *
+ * The order comes from the batch: `holderArrays` passes the leases in job-id
+ * order, and each is looked up by primary key and locked as the loop over the
+ * arrays reaches it (`heldJobsByKey`), whatever the batch's size or the
+ * statistics. The simple completion gets the same order from its UPDATE, in a
+ * plan that visits the input in order (decision 0031). Sorting the joined rows
+ * instead (`ORDER BY j.id FOR UPDATE`) let the planner read the whole table
+ * for a large batch: 2,000 leases among 120,000 jobs were a sequential scan
+ * hash-joined with the batch (held-scale.pg.test.ts).
  */
 export function lockInIdOrder(firstParam: number, extraCondition = '', columns = 'j.id'): string {
-  return `SELECT ${columns} FROM ${heldJobs(firstParam)} ${extraCondition}
-    ORDER BY j.id
-    FOR UPDATE OF j`;
-}
-
-/**
- * `lockInIdOrder` for a batch passed in job-id order (`inIdOrder`): each named
- * lease is looked up by primary key and locked as the loop over the arrays
- * reaches it, so in their order, whatever the batch's size or the statistics
- * (`heldJobsByKey`). With the join, a large batch could be planned as a scan
- * of the whole table.
- */
-export function lockInInputOrder(firstParam: number, extraCondition = '', columns = 'j.id'): string {
   return `SELECT ${columns} FROM ${heldJobsByKey(firstParam, extraCondition)}
     FOR UPDATE OF j`;
 }
 
 /**
- * `jobs j` restricted to the CLAIMED rows a batch of held leases names (the
- * arrays `holderArrays` makes, from `firstParam`): each matches only with its
- * generation AND its holder. Ends in a WHERE clause that `AND …` may extend.
- *
- * The state is compared as text on purpose. Written `j.state = 'CLAIMED'`, the
- * condition matches the predicate of the partial index jobs_claimed_lease_until_idx,
- * and when the statistics were gathered while few jobs were CLAIMED (the usual
- * case: ANALYZE sees a table of DUE rows) the planner reads that whole index and
- * hash-joins it with the batch: every CLAIMED row in the table for each renewal
- * and completion, 35-66 ms at 50,000 claimed jobs for a batch of 250, instead of
- * 2-7 ms by primary key. The cast is an expression no partial index predicate
- * can be proved from, so the join probes jobs_pkey once per named lease
- * (held-scale.pg.test.ts pins the plan with stale and fresh statistics).
+ * For an UPDATE of `jobs j` after `lockInIdOrder` in CTE `cte`: the rows it
+ * locked, as an index condition on jobs_pkey. The ids are an InitPlan's
+ * array, whose size the planner cannot see when it plans, so it probes the
+ * key for each; joined with the CTE (`FROM cte WHERE j.id = cte.id`), 2,000
+ * locked leases among 120,000 jobs were hash-joined with a scan of the whole
+ * table (held-scale.pg.test.ts).
  */
-export function heldJobs(firstParam: number): string {
-  const held = heldLeases(firstParam);
-  return `jobs j
-      JOIN ${held.from} ON ${held.match}
-    WHERE ${held.claimed}`;
+export function lockedRows(cte: string): string {
+  return `j.id = ANY (ARRAY(SELECT ${cte}.id FROM ${cte}))`;
 }
 
 /**
- * The CLAIMED rows a batch of held leases names (as `heldJobs`, `extraCondition`
- * AND-ed to the match), one primary-key lookup per named lease whatever the
- * batch's size or the statistics: a subquery per element of the arrays, which
- * OFFSET 0 keeps the planner from flattening into a join it may plan
- * otherwise. With the join, a renewal of 1,024 fresh leases among 100,000 jobs
- * was planned as a scan of the whole table that scanned the batch's array
- * again for every CLAIMED row: 490 ms, against 9 ms this way
- * (held-scale.pg.test.ts). With `FOR UPDATE OF j` the subquery locks each row
- * as the loop reaches it, in the order of the arrays and only if it matches
- * (`lockInInputOrder`).
+ * The CLAIMED rows a batch of held leases names (the arrays `holderArrays`
+ * makes, from `firstParam`), `extraCondition` AND-ed to the match, one
+ * primary-key lookup per named lease whatever the batch's size or the
+ * statistics: a subquery per element of the arrays, which OFFSET 0 keeps the
+ * planner from flattening into a join it may plan otherwise. With the join, a
+ * renewal of 1,024 fresh leases among 100,000 jobs was planned as a scan of
+ * the whole table that scanned the batch's array again for every CLAIMED row:
+ * 490 ms, against 9 ms this way (held-scale.pg.test.ts). With `FOR UPDATE OF
+ * j` the subquery locks each row as the loop reaches it, in the order of the
+ * arrays and only if it matches (`lockInIdOrder`).
  */
 export function heldJobsByKey(firstParam: number, extraCondition = ''): string {
   const held = heldLeases(firstParam);
@@ -103,8 +85,19 @@ export function heldJobsByKey(firstParam: number, extraCondition = ''): string {
 }
 
 /**
- * The parts of `heldJobs` for an `UPDATE jobs j … FROM ${from} WHERE ${match} AND ${claimed}`:
- * the batch's arrays as `r(id, generation, owner, token)`, the holder match, the state.
+ * The parts of a statement over held leases, for `UPDATE jobs j … FROM ${from} WHERE ${match} AND ${claimed}`
+ * or a subquery per lease (`heldJobsByKey`): the batch's arrays as `r(id, generation, owner, token)`, the
+ * holder match, the state.
+ *
+ * The state is compared as text on purpose. Written `j.state = 'CLAIMED'`, the
+ * condition matches the predicate of the partial index jobs_claimed_lease_until_idx,
+ * and when the statistics were gathered while few jobs were CLAIMED (the usual
+ * case: ANALYZE sees a table of DUE rows) the planner read that whole index and
+ * hash-joined it with the batch: every CLAIMED row in the table for each renewal
+ * and completion, 35-66 ms at 50,000 claimed jobs for a batch of 250, instead of
+ * 2-7 ms by primary key. The cast is an expression no partial index predicate
+ * can be proved from (held-scale.pg.test.ts pins the plans with stale and fresh
+ * statistics).
  */
 export function heldLeases(firstParam: number): { from: string; match: string; claimed: string } {
   const [ids, generations, owners, tokens] = [0, 1, 2, 3].map((offset) => `$${firstParam + offset}`);
@@ -158,7 +151,15 @@ export function insertEndedRuns(
   FROM ${source} ${join}`;
 }
 
-export function holderArrays(leases: readonly HeldLeaseRef[]): [string[], number[], string[], Array<string | null>] {
+/**
+ * A batch of held leases as the parameters of `heldLeases` (ids, generations,
+ * owners, tokens), in job-id order: the order every statement that locks them
+ * takes its locks in (`lockInIdOrder`). Sorts `leases` itself, so no caller can
+ * forget; a caller passing a parallel array of its own builds it from
+ * `inIdOrder(leases)`.
+ */
+export function holderArrays(batch: readonly HeldLeaseRef[]): [string[], number[], string[], Array<string | null>] {
+  const leases = inIdOrder(batch);
   return [
     leases.map((lease) => lease.jobId),
     leases.map((lease) => lease.leaseGeneration),
