@@ -1,5 +1,5 @@
 import { createTestDatabase, explainAnalyze, findPlanNodes, insertDueJobs, at, type AnalysedPlan, type PlanNode, type TestDatabase } from '@kairos/testing';
-import { COMPLETE_SIMPLE_SQL, LOCK_ENDINGS_SQL, REFUSE_WITHDRAW_SQL, RELEASE_SQL, RENEW_SQL } from './lease';
+import { COMPLETE_SIMPLE_SQL, LOCK_ENDINGS_SQL, REFUSE_WITHDRAW_SQL, RELEASE_SQL, RENEW_SQL, SETTLE_JOBS_SQL } from './lease';
 import { claimDue, type ClaimedJob } from './lease/claim';
 import { inIdOrder } from './lease/sql';
 
@@ -139,6 +139,17 @@ describe('renewal and completion cost does not grow with other claimed jobs', ()
         it(`the locking step of ${heartbeat} endings reads them by primary key (${label})`, async () => {
           const plan = await explain(LOCK_ENDINGS_SQL, [now], generic, manyNamed);
           expect(locked(plan.root)).toBe(heartbeat);
+          expectPerLease(plan, 1);
+        });
+
+        it(`the settlement of ${heartbeat} endings writes them by primary key (${label})`, async () => {
+          // The general completion's UPDATE, after its lock step: one element per job.
+          const nulls = manyNamed.ids.map(() => null);
+          const params = [manyNamed.ids, manyNamed.ids.map(() => 'COMPLETED'), nulls, nulls, manyNamed.ids.map(() => 1), ...Array(6).fill(nulls), now];
+          const plan = await explainAnalyze(db.pool, SETTLE_JOBS_SQL, params, generic ? 'generic' : 'custom');
+          // No RETURNING, so the UPDATE node counts no rows: the rows its input gave it to write.
+          expect(plan.root['Node Type']).toBe('ModifyTable');
+          expect((plan.root['Plans'] as PlanNode[])[0]!['Actual Rows']).toBe(heartbeat);
           expectPerLease(plan, 1);
         });
 

@@ -30,7 +30,7 @@ import { awaitWithdrawal, refuseWithdraw, releaseHold, requestWithdraw, type Wit
 import { abortOverlapped, complete, reapExpired, skipMisfired, type CompleteResult, type CompletionReport, type ReapResult } from './settlement';
 
 export { CLAIM_SQL, DEFAULT_MISFIRE_THRESHOLD_MS, type ClaimedJob, type ClaimRequest } from './claim';
-export { COMPLETE_SIMPLE_SQL, EXPIRED_SQL, LOCK_ENDINGS_SQL, MISFIRED_SQL, OVERLAPPED_SQL } from './settlement';
+export { COMPLETE_SIMPLE_SQL, EXPIRED_SQL, LOCK_ENDINGS_SQL, MISFIRED_SQL, OVERLAPPED_SQL, SETTLE_JOBS_SQL } from './settlement';
 export { RELEASE_SQL } from './release';
 export { REFUSE_WITHDRAW_SQL } from './withdraw';
 export { RENEW_SQL } from './renew';

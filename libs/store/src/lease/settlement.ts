@@ -21,6 +21,7 @@ import { requestAbort } from './abort';
 import { DEFAULT_MISFIRE_THRESHOLD_MS } from './claim';
 import { sqlState, SQLSTATE } from '../pg-errors';
 import {
+  batchIds,
   CLEAR_ABORT,
   currentHolders,
   heldLeases,
@@ -368,6 +369,23 @@ function runError(ending: Ending, settlement: Settlement): string | null {
 /** Upper bound on SKIPPED rows written for one missed stretch; the last row states the full count. */
 const SKIPPED_ROWS_LIMIT = 100;
 
+/**
+ * The settled job rows of a batch of endings (rows the transaction locked),
+ * one element of the arrays per job, found by primary key (`batchIds`).
+ */
+export const SETTLE_JOBS_SQL = `UPDATE jobs j SET
+    state = u.state, next_run_at = u.next_run_at, occurrence_at = u.occurrence_at, attempt = u.attempt,
+    paused_reason = u.paused_reason,
+    rescheduled_at = CASE WHEN u.occurrence_at IS NOT DISTINCT FROM j.occurrence_at THEN j.rescheduled_at END,
+    run_through = u.run_through, decided_through = u.decided_through, next_reason = u.next_reason, busy_since = u.busy_since,
+    backfill_resume_at = u.backfill_resume_at,
+    lease_until = NULL, lease_owner = NULL, lease_token = NULL, ${CLEAR_ABORT}, updated_at = $12
+  FROM unnest($1::uuid[], $2::kairos_job_state[], $3::timestamptz[], $4::timestamptz[], $5::int[], $6::text[],
+              $7::timestamptz[], $8::timestamptz[], $9::text[], $10::timestamptz[], $11::timestamptz[])
+    AS u(id, state, next_run_at, occurrence_at, attempt, paused_reason, run_through, decided_through, next_reason, busy_since,
+         backfill_resume_at)
+  WHERE j.id = u.id AND ${batchIds(1)}`;
+
 /** Writes the settlement of locked, CLAIMED rows: job row, the ended run's row, and SKIPPED rows. Three statements. */
 async function applyEndings(
   client: PoolClient,
@@ -381,18 +399,7 @@ async function applyEndings(
   const ids = endings.map((e) => e.job.id);
   const plans = ids.map((id) => settled.get(id)!);
   await client.query(
-    `UPDATE jobs j SET
-       state = u.state, next_run_at = u.next_run_at, occurrence_at = u.occurrence_at, attempt = u.attempt,
-       paused_reason = u.paused_reason,
-       rescheduled_at = CASE WHEN u.occurrence_at IS NOT DISTINCT FROM j.occurrence_at THEN j.rescheduled_at END,
-       run_through = u.run_through, decided_through = u.decided_through, next_reason = u.next_reason, busy_since = u.busy_since,
-       backfill_resume_at = u.backfill_resume_at,
-       lease_until = NULL, lease_owner = NULL, lease_token = NULL, ${CLEAR_ABORT}, updated_at = $12
-     FROM unnest($1::uuid[], $2::kairos_job_state[], $3::timestamptz[], $4::timestamptz[], $5::int[], $6::text[],
-                 $7::timestamptz[], $8::timestamptz[], $9::text[], $10::timestamptz[], $11::timestamptz[])
-       AS u(id, state, next_run_at, occurrence_at, attempt, paused_reason, run_through, decided_through, next_reason, busy_since,
-            backfill_resume_at)
-     WHERE j.id = u.id`,
+    SETTLE_JOBS_SQL,
     [
       ids,
       plans.map((p) => p.state),
@@ -556,7 +563,7 @@ export async function skipMisfired(
          run_through = u.run_through, next_reason = u.reason, decided_through = $6, busy_since = NULL, updated_at = $6
        FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[], $5::text[])
          AS u(id, next, start, run_through, reason)
-       WHERE j.id = u.id`,
+       WHERE j.id = u.id AND ${batchIds(1)}`,
       [
         items.map((i) => i.job.id),
         items.map((i) => i.next),
