@@ -588,6 +588,24 @@ describe('lease statements', () => {
       expect((await runRows(db.pool, withdrawn)).map((run) => run.error)).toEqual(['released before start: withdrawn before its start']);
       expect((await runRows(db.pool, plain)).map((run) => run.error)).toEqual(['released before start: agent gave the lease back']);
     });
+
+    it('releases a lease named twice once, and tells only its holder it was released', async () => {
+      const twice = await insertJob(db.pool, { state: 'CLAIMED', attempt: 1, leaseGeneration: 1, nextRunAt: at(T0, -10) });
+      const shared = await insertJob(db.pool, { state: 'CLAIMED', attempt: 1, leaseGeneration: 3, nextRunAt: at(T0, -10) });
+      const lease = { ...FIXTURE_HOLDER, jobId: twice, leaseGeneration: 1 };
+      // One flush can merge several agents' releases: another agent names `shared` before its holder does.
+      const results = await store.lease.release(
+        [lease, { ...FIXTURE_HOLDER, owner: 'other-agent', jobId: shared, leaseGeneration: 3 }, { ...lease, reason: 'again' }, { ...FIXTURE_HOLDER, jobId: shared, leaseGeneration: 3 }],
+        'agent draining',
+        T0,
+      );
+      // The other agent is not told its naming released anything: by the time it is answered the lease is not held.
+      expect(results.map((r) => r.kind)).toEqual(['released', 'stale', 'released', 'released']);
+      // The first naming's reason; one run each.
+      expect((await runRows(db.pool, twice)).map((run) => run.error)).toEqual(['released before start: agent draining']);
+      expect(await runRows(db.pool, shared)).toHaveLength(1);
+      expect(await jobRow(db.pool, twice)).toMatchObject({ state: 'DUE', attempt: 0 });
+    });
   });
 
   describe('cancel', () => {

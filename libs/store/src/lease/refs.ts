@@ -41,3 +41,17 @@ export function isWellFormed(lease: LeaseRef): boolean {
 export function leaseKey(jobId: string, generation: number): string {
   return `${jobId.toLowerCase()}#${generation}`;
 }
+
+/**
+ * A lease as one holder names it: a group-commit flush may name the same
+ * lease for its holder and for an agent that is not (refused), and only the
+ * holder may hear that its renewal or release was done.
+ */
+export function heldLeaseKey(jobId: string, generation: number, owner: string, token: string | null): string {
+  return `${leaseKey(jobId, generation)}\u0000${owner}\u0000${token?.toLowerCase() ?? ''}`;
+}
+
+/** `heldLeaseKey` of a named lease. */
+export function heldKeyOf(lease: HeldLeaseRef): string {
+  return heldLeaseKey(lease.jobId, lease.leaseGeneration, lease.owner, lease.tokenId);
+}

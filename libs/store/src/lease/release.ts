@@ -8,7 +8,7 @@
  * `held_until`.
  */
 import type { Pool } from 'pg';
-import { isWellFormed, leaseKey, type HeldLeaseRef } from './refs';
+import { heldKeyOf, heldLeaseKey, isWellFormed, type HeldLeaseRef } from './refs';
 import { complete } from './settlement';
 import { holderArrays, inIdOrder, insertEndedRuns, lockedRows, lockInIdOrder, NOW, RUN_COLUMNS, truncateError } from './sql';
 import { WITHDRAW_HOLD_MS } from './withdraw';
@@ -21,10 +21,10 @@ export type ReleasedLease = HeldLeaseRef & { readonly reason?: string };
 /**
  * Gives back the named leases not aborted (a lease whose run was aborted is
  * settled by `complete` instead): DUE again, the attempt unspent, each run
- * recorded CANCELLED with its reason ($6, parallel to the arrays). Answers the
- * leases released.
+ * recorded CANCELLED with its reason ($6, parallel to the arrays; each lease
+ * named once). Answers the leases released, with their holders.
  */
-export const RELEASE_SQL = `WITH locked AS (${lockInIdOrder(2, 'AND j.abort_requested_at IS NULL', RUN_COLUMNS)}), released AS (
+export const RELEASE_SQL = `WITH locked AS (${lockInIdOrder(2, 'AND j.abort_requested_at IS NULL', `${RUN_COLUMNS}, j.lease_token`)}), released AS (
   UPDATE jobs j SET state = 'DUE', lease_owner = NULL, lease_token = NULL, lease_until = NULL,
     attempt = j.attempt - 1, updated_at = ${NOW(1)},
     held_until = CASE WHEN j.withdraw_generation = j.lease_generation
@@ -32,25 +32,31 @@ export const RELEASE_SQL = `WITH locked AS (${lockInIdOrder(2, 'AND j.abort_requ
       THEN ${NOW(1)} + make_interval(secs => ${WITHDRAW_HOLD_MS / 1000}) END,
     withdraw_generation = NULL, withdraw_requested_at = NULL
   WHERE ${lockedRows('locked')}
-  RETURNING j.id, j.lease_generation
+  RETURNING j.id
 ), recorded AS (
-  -- A pre-dispatched run was stamped with its due instant; released, it never started.
+  -- A pre-dispatched run was stamped with its due instant; released, it never started. Its reason is its
+  -- holder's: a flush may name the lease for another agent too.
   ${insertEndedRuns('locked', {
     finishedAt: NOW(1),
     outcome: "'CANCELLED'",
     error: 'why.error',
     startedAt: `least(locked.run_started_at, ${NOW(1)})`,
-  }, 'JOIN unnest($2::uuid[], $3::bigint[], $6::text[]) AS why(id, generation, error) ON why.id = locked.id AND why.generation = locked.lease_generation')}
+  }, `JOIN unnest($2::uuid[], $3::bigint[], $4::text[], $5::uuid[], $6::text[]) AS why(id, generation, owner, token, error)
+    ON why.id = locked.id AND why.generation = locked.lease_generation
+      AND why.owner = locked.lease_owner AND why.token IS NOT DISTINCT FROM locked.lease_token`)}
 )
-SELECT id, lease_generation FROM released`;
+SELECT l.id, l.lease_generation, l.lease_owner, l.lease_token FROM locked l WHERE l.id IN (SELECT id FROM released)`;
 
 /**
  * Gives back `leases`; each released run is CANCELLED with the error
  * "released before start: <reason>", the lease's own reason or else `reason`.
  */
 export async function release(pool: Pool, leases: readonly ReleasedLease[], reason: string, now?: Date): Promise<ReleaseResult[]> {
-  // In job-id order, as holderArrays passes them: the reasons are a parallel array.
-  const valid = inIdOrder(leases.filter(isWellFormed));
+  // Each lease once per holder, in job-id order as holderArrays passes them: the reasons are a parallel
+  // array. A lease named twice would be locked twice and its run recorded twice (a constraint violation).
+  const once = new Map<string, ReleasedLease>();
+  for (const lease of leases) if (isWellFormed(lease) && !once.has(heldKeyOf(lease))) once.set(heldKeyOf(lease), lease);
+  const valid = inIdOrder([...once.values()]);
   const errorOf = (lease: ReleasedLease) => truncateError(`released before start: ${lease.reason || reason}`);
   const released = new Set<string>();
   if (valid.length > 0) {
@@ -58,12 +64,12 @@ export async function release(pool: Pool, leases: readonly ReleasedLease[], reas
       RELEASE_SQL,
       [now ?? null, ...holderArrays(valid), valid.map(errorOf)],
     );
-    for (const row of rows) released.add(leaseKey(row.id, Number(row.lease_generation)));
+    for (const row of rows) released.add(heldLeaseKey(row.id, Number(row.lease_generation), row.lease_owner, row.lease_token));
   }
   // What the statement above left: aborted runs (settled here, never retried), or leases not held.
   // complete() answers each of them: recorded (settled as aborted), or why it was refused.
-  const rest = valid.filter((lease) => !released.has(leaseKey(lease.jobId, lease.leaseGeneration)));
-  const refused = new Map<HeldLeaseRef, 'stale' | 'not-owner'>(); // keyed by the caller's objects (rest holds them)
+  const rest = valid.filter((lease) => !released.has(heldKeyOf(lease)));
+  const refused = new Map<string, 'stale' | 'not-owner'>(); // by heldKeyOf
   if (rest.length > 0) {
     const aborted = await complete(
       pool,
@@ -71,15 +77,16 @@ export async function release(pool: Pool, leases: readonly ReleasedLease[], reas
       {},
       now,
     );
-    // One result per report, in order. A lease named twice is released if either report settled it.
+    // One result per report, in order.
     aborted.forEach((result, index) => {
-      if (result.kind === 'recorded') released.add(leaseKey(result.jobId, result.leaseGeneration));
-      else refused.set(rest[index]!, result.kind);
+      if (result.kind === 'recorded') released.add(heldKeyOf(rest[index]!));
+      else refused.set(heldKeyOf(rest[index]!), result.kind);
     });
   }
-  // A malformed lease never reached a statement: 'stale', as `refusal` answers it.
+  // A malformed lease never reached a statement: 'stale', as `refusal` answers it. A lease named twice by its
+  // holder gets the same answer both times.
   return leases.map((lease) => ({
-    kind: released.has(leaseKey(lease.jobId, lease.leaseGeneration)) ? 'released' : (refused.get(lease) ?? 'stale'),
+    kind: released.has(heldKeyOf(lease)) ? 'released' : (refused.get(heldKeyOf(lease)) ?? 'stale'),
     jobId: lease.jobId,
     leaseGeneration: lease.leaseGeneration,
   }));

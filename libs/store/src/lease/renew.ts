@@ -3,7 +3,7 @@
  * many heartbeats), fenced on generation and holder.
  */
 import type { Pool } from 'pg';
-import { isWellFormed, leaseKey, type HeldLeaseRef } from './refs';
+import { heldKeyOf, heldLeaseKey, isWellFormed, type HeldLeaseRef } from './refs';
 import { currentHolders, heldJobsByKey, holderArrays, isForeign, lockedRows, lockInIdOrder, NOW } from './sql';
 
 /** `not-owner`: the lease exists but was granted to another agent or token (refused, changes nothing). */
@@ -67,14 +67,6 @@ SELECT id, lease_generation, lease_owner, lease_token, abort_requested, remainin
 UNION ALL
 SELECT id, lease_generation, lease_owner, lease_token, false, remaining_ms FROM fresh`;
 
-/**
- * A renewed row's key includes its holder: a group-commit flush may name the
- * same lease for its holder and for an agent that is not (refused), and only
- * the holder may hear `renewed`.
- */
-const heldKey = (jobId: string, generation: number, owner: string, token: string | null) =>
-  `${leaseKey(jobId, generation)}\u0000${owner}\u0000${token?.toLowerCase() ?? ''}`;
-
 /** Default for `abortGraceMs`: how long the holder of an aborted lease keeps it to stop the handler. */
 export const DEFAULT_ABORT_GRACE_MS = 30_000;
 
@@ -90,18 +82,18 @@ export async function renew(
   if (valid.length > 0) {
     const { rows } = await pool.query({ name: 'kairos_renew', text: RENEW_SQL, values: [now ?? null, leaseMs, abortGraceMs, ...holderArrays(valid)] });
     for (const row of rows) {
-      renewed.set(heldKey(row.id, Number(row.lease_generation), row.lease_owner, row.lease_token), {
+      renewed.set(heldLeaseKey(row.id, Number(row.lease_generation), row.lease_owner, row.lease_token), {
         remainingMs: Number(row.remaining_ms),
         abortRequested: row.abort_requested,
       });
     }
   }
-  const keyOf = (lease: HeldLeaseRef) => heldKey(lease.jobId, lease.leaseGeneration, lease.owner, lease.tokenId);
-  const lostIds = leases.filter((lease) => !renewed.has(keyOf(lease)));
+  // A renewed row's key includes its holder (heldLeaseKey): only the holder may hear `renewed`.
+  const lostIds = leases.filter((lease) => !renewed.has(heldKeyOf(lease)));
   const current = await currentHolders(pool, lostIds);
   return leases.map((lease): RenewResult => {
     const { jobId, leaseGeneration } = lease;
-    const held = renewed.get(keyOf(lease));
+    const held = renewed.get(heldKeyOf(lease));
     if (held !== undefined) return { kind: 'renewed', jobId, leaseGeneration, ...held };
     const row = isWellFormed(lease) ? current.get(jobId.toLowerCase()) : undefined;
     const reason: LeaseLostReason =
