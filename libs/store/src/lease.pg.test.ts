@@ -259,6 +259,20 @@ describe('lease statements', () => {
       expect(renewed!.kind).toBe('renewed');
     });
 
+    it("records the holder's report when one flush names its lease for another agent first", async () => {
+      // A group commit merges several agents' reports; a stranger naming the same lease must neither hide the
+      // holder's report (which would leave the run to expire and run again) nor be told it was recorded.
+      for (const outcome of ['SUCCEEDED', 'FAILED'] as const) {
+        const id = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 2, leaseOwner: 'owner', leaseUntil: at(T0, 1000), maxAttempts: 1 });
+        const lease = { jobId: id, leaseGeneration: 2, outcome, error: outcome === 'FAILED' ? 'boom' : null };
+        const results = await store.lease.complete([{ ...lease, ...heldBy('stranger') }, { ...lease, ...heldBy('owner') }], T0);
+        // The stranger is answered after the holder's report settled the lease: it is not held any more.
+        expect(results.map((r) => r.kind)).toEqual(['stale', 'recorded']);
+        expect(await runRows(db.pool, id)).toMatchObject([{ outcome, worker_id: 'owner' }]);
+        expect((await jobRow(db.pool, id)).state).toBe(outcome === 'SUCCEEDED' ? 'COMPLETED' : 'DEAD');
+      }
+    });
+
     it('answers a generation beyond bigint on its own; the rest of the batch is renewed', async () => {
       const id = await insertJob(db.pool, { state: 'CLAIMED', leaseGeneration: 1, leaseUntil: at(T0, 1000) });
       const results = await store.lease.renew(

@@ -16,7 +16,7 @@ import {
   type SkippedStretch,
 } from '@kairos/schedule';
 import { settle, startOf, type AttemptOutcome, type RetryPolicy, type Settlement, type SettlingJob } from '../settle';
-import { isWellFormed, leaseKey, type HeldLeaseRef } from './refs';
+import { heldKeyOf, heldLeaseKey, isWellFormed, type HeldLeaseRef } from './refs';
 import { requestAbort } from './abort';
 import { DEFAULT_MISFIRE_THRESHOLD_MS } from './claim';
 import { sqlState, SQLSTATE } from '../pg-errors';
@@ -77,7 +77,7 @@ const LOCKED_COLUMNS = `j.id, j.lease_generation, j.lease_owner, j.schedule, j.t
   j.backfill_resume_at, j.next_run_at AS due_at, j.run_id, j.run_started_at`;
 
 /** The general completion's first step: the named leases' rows, locked, with what their endings need. */
-export const LOCK_ENDINGS_SQL = lockInIdOrder(2, '', `${LOCKED_COLUMNS}, ${NOW(1)} AS now`);
+export const LOCK_ENDINGS_SQL = lockInIdOrder(2, '', `${LOCKED_COLUMNS}, j.lease_token, ${NOW(1)} AS now`);
 
 function toLockedJob(row: Record<string, unknown>): LockedJob {
   const policy = row.misfire_policy as MisfirePolicy;
@@ -143,7 +143,7 @@ export async function complete(
     const unrecorded = await completeSimple(pool, reports, now);
     if (unrecorded.size === 0) return reports.map(recordedSuccess);
     // Recurring jobs and stale reports: the general path settles them, without trying the statement again.
-    const recorded = new Set(reports.map((report) => leaseKey(report.jobId, report.leaseGeneration)).filter((key) => !unrecorded.has(key)));
+    const recorded = new Set(reports.map(heldKeyOf).filter((key) => !unrecorded.has(key)));
     return completeGeneral(pool, reports, retry, now, recorded);
   }
   return completeGeneral(pool, reports, retry, now);
@@ -175,7 +175,7 @@ function recordedSuccess(report: CompletionReport): CompleteResult {
 
 /**
  * Runs COMPLETE_SIMPLE_SQL for well-formed SUCCEEDED reports, each lease named
- * once; answers the leaseKeys it did not record (recurring jobs, stale or
+ * once; answers the heldLeaseKeys it did not record (recurring jobs, stale or
  * foreign reports). The reports go in job-id order (`holderArrays`), the order
  * the statement then locks their rows in; should PostgreSQL still find a deadlock (a plan
  * that visits the rows in another order), the statement, which changed
@@ -186,7 +186,7 @@ async function completeSimple(pool: Pool, reports: readonly HeldLeaseRef[], now:
   for (let attempt = 1; ; attempt++) {
     try {
       const { rows } = await pool.query({ name: 'kairos_complete_simple', text: COMPLETE_SIMPLE_SQL, values });
-      return new Set(rows.map((row) => leaseKey(row.id, Number(row.lease_generation))));
+      return new Set(rows.map((row) => heldLeaseKey(row.id, Number(row.lease_generation), row.owner, row.token)));
     } catch (error: unknown) {
       if (sqlState(error) !== SQLSTATE.deadlockDetected || attempt === DEADLOCK_ATTEMPTS) throw error;
     }
@@ -198,7 +198,11 @@ const DEADLOCK_ATTEMPTS = 3;
 
 /**
  * Every other batch: duplicates, failures, recurring jobs. `recorded`: the
- * leaseKeys the fast path has already recorded (it then is not tried again).
+ * heldLeaseKeys the fast path has already recorded (it then is not tried again).
+ *
+ * Reports are told apart by holder as well as lease (heldLeaseKey): one flush
+ * merges several agents' reports, and another agent naming a lease must
+ * neither hide its holder's report nor be told that it was recorded.
  */
 async function completeGeneral(
   pool: Pool,
@@ -207,10 +211,10 @@ async function completeGeneral(
   now: Date | undefined,
   recorded?: ReadonlySet<string>,
 ): Promise<CompleteResult[]> {
-  // Duplicates within one batch: the first report wins, the others are stale.
+  // Duplicates within one batch (the same lease and holder): the first report wins, the others are stale.
   const firstIndex = new Map<string, number>();
   reports.forEach((report, index) => {
-    const key = leaseKey(report.jobId, report.leaseGeneration);
+    const key = heldKeyOf(report);
     if (isWellFormed(report) && !firstIndex.has(key)) firstIndex.set(key, index);
   });
   const firstReports = [...firstIndex.values()].map((index) => reports[index]!);
@@ -225,14 +229,14 @@ async function completeGeneral(
     if (simple.length > 0) {
       const unrecorded = await completeSimple(pool, simple, now);
       for (const report of simple) {
-        const key = leaseKey(report.jobId, report.leaseGeneration);
+        const key = heldKeyOf(report);
         if (!unrecorded.has(key)) settled.set(key, success);
       }
     }
   }
   // Everything else (failures, recurring jobs, and reports the fast path did not match,
   // which are either recurring or stale) takes the locked path below.
-  const candidates = firstReports.filter((r) => !settled.has(leaseKey(r.jobId, r.leaseGeneration)));
+  const candidates = firstReports.filter((r) => !settled.has(heldKeyOf(r)));
   if (candidates.length > 0) {
     await inTransaction(pool, async (client) => {
       const { rows } = await client.query(
@@ -241,20 +245,22 @@ async function completeGeneral(
       );
       if (rows.length === 0) return;
       const dbNow = rows[0]!.now as Date;
-      const byLease = new Map(candidates.map((report) => [leaseKey(report.jobId, report.leaseGeneration), report]));
-      const endings = rows.map((row): Ending => {
+      // A row is locked only for its holder's report, so its holder names the report.
+      const byHolder = new Map(candidates.map((report) => [heldKeyOf(report), report]));
+      const endings = rows.map((row): Ending & { key: string } => {
         const job = toLockedJob(row);
-        const report = byLease.get(leaseKey(job.id, job.leaseGeneration))!;
-        return { job, outcome: report.outcome, error: truncateError(report.error) };
+        const key = heldLeaseKey(job.id, job.leaseGeneration, row.lease_owner, row.lease_token);
+        const report = byHolder.get(key)!;
+        return { job, key, outcome: report.outcome, error: truncateError(report.error) };
       });
       const results = await applyEndings(client, endings, dbNow, retry);
-      for (const { job } of endings) settled.set(leaseKey(job.id, job.leaseGeneration), results.get(job.id)!);
+      for (const { job, key } of endings) settled.set(key, results.get(job.id)!);
     });
   }
-  const refused = reports.filter((report) => !settled.has(leaseKey(report.jobId, report.leaseGeneration)));
+  const refused = reports.filter((report) => !settled.has(heldKeyOf(report)));
   const current = await currentHolders(pool, refused);
   return reports.map((report, index): CompleteResult => {
-    const key = leaseKey(report.jobId, report.leaseGeneration);
+    const key = heldKeyOf(report);
     const settlement = firstIndex.get(key) === index ? settled.get(key) : undefined;
     if (settlement === undefined) {
       const kind = settled.has(key) ? 'stale' : refusal(report, current);
@@ -299,7 +305,8 @@ const HELD = heldLeases(2);
  *
  * It answers the leases it did NOT record (recurring, stale, another
  * holder's): usually none, so a batch of recorded runs costs the coordinator
- * no row to read back. The input names each lease once (`complete` makes sure).
+ * no row to read back. The input names each lease once per holder (`complete`
+ * makes sure); another agent naming the same lease is answered as not recorded.
  */
 export const COMPLETE_SIMPLE_SQL = `
 WITH done AS (
@@ -307,12 +314,13 @@ WITH done AS (
     ${CLEAR_ABORT}, updated_at = ${NOW(1)}
   FROM ${HELD.from}
   WHERE ${HELD.match} AND ${HELD.claimed} AND j.schedule IS NULL
-  RETURNING ${runColumns('r.owner')}
+  RETURNING ${runColumns('r.owner')}, r.token AS lease_token
 ), recorded AS (
   ${insertEndedRuns('done', { finishedAt: NOW(1), outcome: "'SUCCEEDED'", error: 'NULL' })}
 )
-SELECT r.id, r.generation AS lease_generation FROM unnest($2::uuid[], $3::bigint[]) AS r(id, generation)
-WHERE NOT EXISTS (SELECT FROM done WHERE done.id = r.id AND done.lease_generation = r.generation)`;
+SELECT r.id, r.generation AS lease_generation, r.owner, r.token FROM ${HELD.from}
+WHERE NOT EXISTS (SELECT FROM done WHERE done.id = r.id AND done.lease_generation = r.generation
+  AND done.lease_owner = r.owner AND done.lease_token IS NOT DISTINCT FROM r.token)`;
 
 /** Leases past their lease_until, oldest first: read through jobs_claimed_lease_until_idx. */
 export const EXPIRED_SQL = `
