@@ -10,7 +10,7 @@
 import type { Pool } from 'pg';
 import { heldKeyOf, heldLeaseKey, isWellFormed, type HeldLeaseRef } from './refs';
 import { complete } from './settlement';
-import { holderArrays, inIdOrder, insertEndedRuns, lockedRows, lockInIdOrder, NOW, RUN_COLUMNS, truncateError } from './sql';
+import { holderArrays, inIdOrder, insertEndedRuns, jobIdIn, lockInIdOrder, NOW, RUN_COLUMNS, truncateError } from './sql';
 import { WITHDRAW_HOLD_MS } from './withdraw';
 
 export type ReleaseResult = { kind: 'released' | 'stale' | 'not-owner'; jobId: string; leaseGeneration: number };
@@ -31,8 +31,7 @@ export const RELEASE_SQL = `WITH locked AS (${lockInIdOrder(2, 'AND j.abort_requ
       AND j.withdraw_requested_at > ${NOW(1)} - make_interval(secs => ${WITHDRAW_HOLD_MS / 1000})
       THEN ${NOW(1)} + make_interval(secs => ${WITHDRAW_HOLD_MS / 1000}) END,
     withdraw_generation = NULL, withdraw_requested_at = NULL
-  WHERE ${lockedRows('locked')}
-  RETURNING j.id
+  WHERE ${jobIdIn('SELECT locked.id FROM locked')}
 ), recorded AS (
   -- A pre-dispatched run was stamped with its due instant; released, it never started. Its reason is its
   -- holder's: a flush may name the lease for another agent too.
@@ -45,7 +44,9 @@ export const RELEASE_SQL = `WITH locked AS (${lockInIdOrder(2, 'AND j.abort_requ
     ON why.id = locked.id AND why.generation = locked.lease_generation
       AND why.owner = locked.lease_owner AND why.token IS NOT DISTINCT FROM locked.lease_token`)}
 )
-SELECT l.id, l.lease_generation, l.lease_owner, l.lease_token FROM locked l WHERE l.id IN (SELECT id FROM released)`;
+-- The UPDATE writes every locked row (the lock is its only condition), and a data-modifying CTE runs whether
+-- or not it is read: the released leases are the locked ones, with the holder the UPDATE clears.
+SELECT id, lease_generation, lease_owner, lease_token FROM locked`;
 
 /**
  * Gives back `leases`; each released run is CANCELLED with the error
@@ -54,8 +55,11 @@ SELECT l.id, l.lease_generation, l.lease_owner, l.lease_token FROM locked l WHER
 export async function release(pool: Pool, leases: readonly ReleasedLease[], reason: string, now?: Date): Promise<ReleaseResult[]> {
   // Each lease once per holder, in job-id order as holderArrays passes them: the reasons are a parallel
   // array. A lease named twice would be locked twice and its run recorded twice (a constraint violation).
+  const keys = leases.map(heldKeyOf);
   const once = new Map<string, ReleasedLease>();
-  for (const lease of leases) if (isWellFormed(lease) && !once.has(heldKeyOf(lease))) once.set(heldKeyOf(lease), lease);
+  leases.forEach((lease, index) => {
+    if (isWellFormed(lease) && !once.has(keys[index]!)) once.set(keys[index]!, lease);
+  });
   const valid = inIdOrder([...once.values()]);
   const errorOf = (lease: ReleasedLease) => truncateError(`released before start: ${lease.reason || reason}`);
   const released = new Set<string>();
@@ -85,8 +89,8 @@ export async function release(pool: Pool, leases: readonly ReleasedLease[], reas
   }
   // A malformed lease never reached a statement: 'stale', as `refusal` answers it. A lease named twice by its
   // holder gets the same answer both times.
-  return leases.map((lease) => ({
-    kind: released.has(heldKeyOf(lease)) ? 'released' : (refused.get(heldKeyOf(lease)) ?? 'stale'),
+  return leases.map((lease, index) => ({
+    kind: released.has(keys[index]!) ? 'released' : (refused.get(keys[index]!) ?? 'stale'),
     jobId: lease.jobId,
     leaseGeneration: lease.leaseGeneration,
   }));

@@ -4,7 +4,7 @@
  */
 import type { Pool } from 'pg';
 import { heldKeyOf, heldLeaseKey, isWellFormed, type HeldLeaseRef } from './refs';
-import { currentHolders, heldJobsByKey, holderArrays, isForeign, lockedRows, lockInIdOrder, NOW } from './sql';
+import { currentHolders, heldJobsByKey, holderArrays, isForeign, jobIdIn, lockInIdOrder, NOW } from './sql';
 
 /** `not-owner`: the lease exists but was granted to another agent or token (refused, changes nothing). */
 export type LeaseLostReason = 'stale-generation' | 'expired' | 'not-found' | 'not-owner';
@@ -59,7 +59,7 @@ WITH fresh AS (
                                          j.abort_requested_at + make_interval(secs => $3::double precision / 1000)))
     END,
     updated_at = ${NOW(1)}
-  WHERE ${lockedRows('locked')}
+  WHERE ${jobIdIn('SELECT locked.id FROM locked')}
   RETURNING j.id, j.lease_generation, j.lease_owner, j.lease_token, j.abort_requested_at IS NOT NULL AS abort_requested,
     ${REMAINING_MS} AS remaining_ms
 )
@@ -89,11 +89,12 @@ export async function renew(
     }
   }
   // A renewed row's key includes its holder (heldLeaseKey): only the holder may hear `renewed`.
-  const lostIds = leases.filter((lease) => !renewed.has(heldKeyOf(lease)));
+  const keys = leases.map(heldKeyOf);
+  const lostIds = leases.filter((_, index) => !renewed.has(keys[index]!));
   const current = await currentHolders(pool, lostIds);
-  return leases.map((lease): RenewResult => {
+  return leases.map((lease, index): RenewResult => {
     const { jobId, leaseGeneration } = lease;
-    const held = renewed.get(heldKeyOf(lease));
+    const held = renewed.get(keys[index]!);
     if (held !== undefined) return { kind: 'renewed', jobId, leaseGeneration, ...held };
     const row = isWellFormed(lease) ? current.get(jobId.toLowerCase()) : undefined;
     const reason: LeaseLostReason =

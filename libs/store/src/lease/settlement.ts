@@ -21,13 +21,13 @@ import { requestAbort } from './abort';
 import { DEFAULT_MISFIRE_THRESHOLD_MS } from './claim';
 import { sqlState, SQLSTATE } from '../pg-errors';
 import {
-  batchIds,
   CLEAR_ABORT,
   currentHolders,
   heldLeases,
   holderArrays,
   inTransaction,
   insertEndedRuns,
+  jobIdIn,
   lockInIdOrder,
   NOW,
   refusal,
@@ -212,12 +212,12 @@ async function completeGeneral(
   recorded?: ReadonlySet<string>,
 ): Promise<CompleteResult[]> {
   // Duplicates within one batch (the same lease and holder): the first report wins, the others are stale.
+  const keys = reports.map(heldKeyOf);
   const firstIndex = new Map<string, number>();
-  reports.forEach((report, index) => {
-    const key = heldKeyOf(report);
-    if (isWellFormed(report) && !firstIndex.has(key)) firstIndex.set(key, index);
+  keys.forEach((key, index) => {
+    if (isWellFormed(reports[index]!) && !firstIndex.has(key)) firstIndex.set(key, index);
   });
-  const firstReports = [...firstIndex.values()].map((index) => reports[index]!);
+  const first = [...firstIndex].map(([key, index]) => [key, reports[index]!] as const);
   // Only the state, next run time and recorded outcome are reported back (CompleteResult).
   const settled = new Map<string, Pick<Settlement, 'state' | 'nextRunAt' | 'runOutcome' | 'skips'>>();
   const success = { state: 'COMPLETED', nextRunAt: null, runOutcome: 'SUCCEEDED', skips: [] } as const;
@@ -225,42 +225,38 @@ async function completeGeneral(
     for (const key of recorded) settled.set(key, success);
   } else {
     // Successful one-off runs take the one-statement path first.
-    const simple = firstReports.filter((report) => report.outcome === 'SUCCEEDED');
+    const simple = first.filter(([, report]) => report.outcome === 'SUCCEEDED');
     if (simple.length > 0) {
-      const unrecorded = await completeSimple(pool, simple, now);
-      for (const report of simple) {
-        const key = heldKeyOf(report);
-        if (!unrecorded.has(key)) settled.set(key, success);
-      }
+      const unrecorded = await completeSimple(pool, simple.map(([, report]) => report), now);
+      for (const [key] of simple) if (!unrecorded.has(key)) settled.set(key, success);
     }
   }
   // Everything else (failures, recurring jobs, and reports the fast path did not match,
   // which are either recurring or stale) takes the locked path below.
-  const candidates = firstReports.filter((r) => !settled.has(heldKeyOf(r)));
-  if (candidates.length > 0) {
+  const candidates = new Map(first.filter(([key]) => !settled.has(key)));
+  if (candidates.size > 0) {
     await inTransaction(pool, async (client) => {
       const { rows } = await client.query(
         LOCK_ENDINGS_SQL,
-        [now ?? null, ...holderArrays(candidates)],
+        [now ?? null, ...holderArrays([...candidates.values()])],
       );
       if (rows.length === 0) return;
       const dbNow = rows[0]!.now as Date;
       // A row is locked only for its holder's report, so its holder names the report.
-      const byHolder = new Map(candidates.map((report) => [heldKeyOf(report), report]));
       const endings = rows.map((row): Ending & { key: string } => {
         const job = toLockedJob(row);
         const key = heldLeaseKey(job.id, job.leaseGeneration, row.lease_owner, row.lease_token);
-        const report = byHolder.get(key)!;
+        const report = candidates.get(key)!;
         return { job, key, outcome: report.outcome, error: truncateError(report.error) };
       });
       const results = await applyEndings(client, endings, dbNow, retry);
       for (const { job, key } of endings) settled.set(key, results.get(job.id)!);
     });
   }
-  const refused = reports.filter((report) => !settled.has(heldKeyOf(report)));
+  const refused = reports.filter((_, index) => !settled.has(keys[index]!));
   const current = await currentHolders(pool, refused);
   return reports.map((report, index): CompleteResult => {
-    const key = heldKeyOf(report);
+    const key = keys[index]!;
     const settlement = firstIndex.get(key) === index ? settled.get(key) : undefined;
     if (settlement === undefined) {
       const kind = settled.has(key) ? 'stale' : refusal(report, current);
@@ -379,7 +375,7 @@ const SKIPPED_ROWS_LIMIT = 100;
 
 /**
  * The settled job rows of a batch of endings (rows the transaction locked),
- * one element of the arrays per job, found by primary key (`batchIds`).
+ * one element of the arrays per job, found by primary key (`jobIdIn`).
  */
 export const SETTLE_JOBS_SQL = `UPDATE jobs j SET
     state = u.state, next_run_at = u.next_run_at, occurrence_at = u.occurrence_at, attempt = u.attempt,
@@ -392,7 +388,7 @@ export const SETTLE_JOBS_SQL = `UPDATE jobs j SET
               $7::timestamptz[], $8::timestamptz[], $9::text[], $10::timestamptz[], $11::timestamptz[])
     AS u(id, state, next_run_at, occurrence_at, attempt, paused_reason, run_through, decided_through, next_reason, busy_since,
          backfill_resume_at)
-  WHERE j.id = u.id AND ${batchIds(1)}`;
+  WHERE j.id = u.id AND ${jobIdIn('SELECT unnest($1::uuid[])')}`;
 
 /** Writes the settlement of locked, CLAIMED rows: job row, the ended run's row, and SKIPPED rows. Three statements. */
 async function applyEndings(
@@ -571,7 +567,7 @@ export async function skipMisfired(
          run_through = u.run_through, next_reason = u.reason, decided_through = $6, busy_since = NULL, updated_at = $6
        FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[], $5::text[])
          AS u(id, next, start, run_through, reason)
-       WHERE j.id = u.id AND ${batchIds(1)}`,
+       WHERE j.id = u.id AND ${jobIdIn('SELECT unnest($1::uuid[])')}`,
       [
         items.map((i) => i.job.id),
         items.map((i) => i.next),

@@ -55,25 +55,17 @@ export function lockInIdOrder(firstParam: number, extraCondition = '', columns =
 }
 
 /**
- * For an UPDATE of `jobs j` after `lockInIdOrder` in CTE `cte`: the rows it
- * locked, as an index condition on jobs_pkey. The ids are an InitPlan's
- * array, whose size the planner cannot see when it plans, so it probes the
- * key for each; joined with the CTE (`FROM cte WHERE j.id = cte.id`), 2,000
- * locked leases among 120,000 jobs were hash-joined with a scan of the whole
- * table (held-scale.pg.test.ts).
+ * For an UPDATE of `jobs j` that writes a batch of rows already locked (after
+ * `lockInIdOrder`, or earlier in the transaction): `j.id` among the ids that
+ * `ids` (a subquery) selects, as an index condition on jobs_pkey. The ids are
+ * an InitPlan's array, whose size the planner cannot see when it plans, so it
+ * probes the key for each. Joined with the batch instead (`FROM locked WHERE
+ * j.id = locked.id`, or `FROM unnest(…) u WHERE j.id = u.id` alone), 2,000
+ * rows among 120,000 jobs were hash-joined with a scan of the whole table
+ * (held-scale.pg.test.ts).
  */
-export function lockedRows(cte: string): string {
-  return `j.id = ANY (ARRAY(SELECT ${cte}.id FROM ${cte}))`;
-}
-
-/**
- * For an `UPDATE jobs j … FROM unnest($param::uuid[], …) AS u WHERE j.id = u.id` of rows the
- * transaction has locked, one element per job: the same ids as an index condition on jobs_pkey,
- * through an InitPlan's array as in `lockedRows`. Without it, a batch of 2,000 among 120,000 jobs
- * was hash-joined with a scan of the whole table (held-scale.pg.test.ts).
- */
-export function batchIds(param: number): string {
-  return `j.id = ANY (ARRAY(SELECT unnest($${param}::uuid[])))`;
+export function jobIdIn(ids: string): string {
+  return `j.id = ANY (ARRAY(${ids}))`;
 }
 
 /**

@@ -29,7 +29,7 @@
 import type { Pool } from 'pg';
 import { WITHDRAW_CHANNEL } from '../notifications';
 import { isJobId, isWellFormed, type HeldLeaseRef } from './refs';
-import { holderArrays, lockedRows, lockInIdOrder, NOW } from './sql';
+import { holderArrays, jobIdIn, lockInIdOrder, NOW } from './sql';
 
 /** How fresh a request must be for a release to honour it, and how long the job is then held for the requester. */
 export const WITHDRAW_HOLD_MS = 5_000;
@@ -106,7 +106,7 @@ async function readWithdrawal(pool: Pool, jobId: string, generation: number, now
 /** Ends the withdrawal requests of the named leases, fenced on the holder. */
 export const REFUSE_WITHDRAW_SQL = `WITH locked AS (${lockInIdOrder(1)})
 UPDATE jobs j SET withdraw_generation = NULL, withdraw_requested_at = NULL
-WHERE ${lockedRows('locked')} AND j.withdraw_generation = j.lease_generation`;
+WHERE ${jobIdIn('SELECT locked.id FROM locked')} AND j.withdraw_generation = j.lease_generation`;
 
 /** The holder keeps these leases (their runs started): their requests end. Fenced on the holder. */
 export async function refuseWithdraw(pool: Pool, leases: readonly HeldLeaseRef[]): Promise<number> {
