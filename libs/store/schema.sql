@@ -97,6 +97,8 @@ CREATE TABLE jobs (
   held_until timestamp with time zone,
   run_id bigint,
   run_started_at timestamp with time zone,
+  run_finished_at timestamp with time zone,
+  run_worker_id text,
   CONSTRAINT jobs_abort_only_while_claimed CHECK (((abort_requested_at IS NULL) OR (state = 'CLAIMED'::kairos_job_state))),
   CONSTRAINT jobs_attempts_positive CHECK (((max_attempts >= 1) AND (attempt >= 0))),
   CONSTRAINT jobs_catchup_window_positive CHECK (((catchup_window_ms IS NULL) OR (catchup_window_ms > 0))),
@@ -218,7 +220,22 @@ UNION ALL
     NULL::text AS aborted_by,
     jobs.next_reason AS reason
    FROM jobs
-  WHERE jobs.state = 'CLAIMED'::kairos_job_state;
+  WHERE jobs.state = 'CLAIMED'::kairos_job_state
+UNION ALL
+ SELECT jobs.run_id AS id,
+    jobs.id AS job_id,
+    jobs.attempt,
+    jobs.lease_generation,
+    jobs.occurrence_at AS scheduled_for,
+    jobs.run_worker_id AS worker_id,
+    jobs.run_started_at AS started_at,
+    jobs.run_finished_at AS finished_at,
+    'SUCCEEDED'::kairos_run_outcome AS outcome,
+    NULL::text AS error,
+    NULL::text AS aborted_by,
+    jobs.next_reason AS reason
+   FROM jobs
+  WHERE jobs.state = 'COMPLETED'::kairos_job_state AND jobs.run_finished_at IS NOT NULL;
 
 CREATE OR REPLACE FUNCTION public.kairos_notify_due()
  RETURNS trigger

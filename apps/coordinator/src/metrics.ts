@@ -239,7 +239,7 @@ export function createMetrics(sources: MetricSources): Metrics {
     }),
     retentionDeleted: new Counter({
       name: 'kairos_retention_deleted_total',
-      help: 'Rows deleted by retention on this coordinator (table: runs or jobs)',
+      help: 'Jobs and runs deleted by retention on this coordinator (table: jobs or runs)',
       labelNames: ['table'],
       registers: [registry],
     }),

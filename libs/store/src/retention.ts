@@ -10,7 +10,8 @@
  *   touched.
  *   No extra index: one on finished_at would be written by every completion.
  * - Jobs that are finished for good (COMPLETED, CANCELLED) and unchanged for
- *   longer than the job retention are deleted with their runs. Jobs are swept
+ *   longer than the job retention are deleted with their runs (a one-off
+ *   job's successful run is on its row, docs/decisions/0033). Jobs are swept
  *   in id order from a cursor the caller keeps, `scan` rows per batch, so a
  *   pass costs the same however many long-lived recurring jobs sit among them.
  *   DEAD jobs are kept: a human must look at them.
@@ -45,7 +46,10 @@ export interface JobSweepBatch {
   nextAfter: string | null;
 }
 
-/** Deletes COMPLETED and CANCELLED jobs unchanged since before `now - olderThanMs`, with their runs, among `scan` jobs after `after`. */
+/**
+ * Deletes COMPLETED and CANCELLED jobs unchanged since before `now - olderThanMs`, with their runs, among `scan` jobs
+ * after `after`. `deletedRuns` counts the ended_runs rows and the successful runs kept on the job rows (decision 0033).
+ */
 export async function deleteFinishedJobs(
   pool: Pool,
   options: { olderThanMs: number; after?: string | null; scan?: number; now?: Date },
@@ -61,10 +65,11 @@ export async function deleteFinishedJobs(
      ), gone_runs AS (
        DELETE FROM ended_runs r USING victims v WHERE r.job_id = v.id RETURNING r.id
      ), gone AS (
-       DELETE FROM jobs j USING victims v WHERE j.id = v.id RETURNING j.id
+       DELETE FROM jobs j USING victims v WHERE j.id = v.id RETURNING j.id, j.run_finished_at IS NOT NULL AS had_run
      )
      SELECT (SELECT count(*) FROM scanned)::int AS scanned, (SELECT max(id::text) FROM scanned) AS last,
-            (SELECT count(*) FROM gone)::int AS jobs, (SELECT count(*) FROM gone_runs)::int AS runs`,
+            (SELECT count(*) FROM gone)::int AS jobs,
+            ((SELECT count(*) FROM gone_runs) + (SELECT count(*) FROM gone WHERE had_run))::int AS runs`,
     [options.now ?? null, options.olderThanMs, options.after ?? null, scan],
   );
   const row = rows[0];

@@ -1,8 +1,10 @@
 /**
  * A run's row is written once, when it ends (docs/decisions/0027): the claim
  * reserves its id on the job row, the `runs` view shows it RUNNING meanwhile,
- * and each ending (completion, failure, expiry, release) inserts it whole into
- * `ended_runs`.
+ * and each ending (failure, expiry, release, any run of a recurring job)
+ * inserts it whole into `ended_runs`. A one-off job's successful run stays on
+ * its COMPLETED row instead (docs/decisions/0033), and the view lists it from
+ * there.
  */
 import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -34,7 +36,7 @@ describe('run rows', () => {
 
   const storedRuns = async (jobId: string) => (await db.pool.query('SELECT * FROM ended_runs WHERE job_id = $1 ORDER BY id', [jobId])).rows;
 
-  it('a claim writes no run row; the run shows RUNNING under the id it was given, and its ending writes that row once', async () => {
+  it('a claim writes no run row; the run shows RUNNING under the id it was given, then SUCCEEDED from the job row', async () => {
     const id = await insertJob(db.pool, { nextRunAt: at(T0, -100), occurrenceAt: at(T0, -100) });
     const [claimed] = await store.lease.claimDue({ ...CLAIM, limit: 1, now: T0 });
     expect(await storedRuns(id)).toEqual([]);
@@ -46,17 +48,79 @@ describe('run rows', () => {
     expect((await store.runs.list('default', id))!.map((run) => [run.runId, run.outcome])).toEqual([[claimed!.runId, 'RUNNING']]);
 
     await store.lease.complete([{ ...HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(T0, 250));
-    const ended = await storedRuns(id);
+    // One row version of the job and no run row: the run is read from the COMPLETED job.
+    expect(await storedRuns(id)).toEqual([]);
+    expect(await jobRow(db.pool, id)).toMatchObject({ state: 'COMPLETED', lease_owner: null, run_worker_id: 'w1', run_finished_at: at(T0, 250) });
+    const ended = await runRows(db.pool, id);
     expect(ended).toEqual([
       expect.objectContaining({ id: String(claimed!.runId), outcome: 'SUCCEEDED', worker_id: 'w1', attempt: 1, lease_generation: '1' }),
     ]);
-    expect(ended[0]).toMatchObject({ started_at: T0, finished_at: at(T0, 250), scheduled_for: at(T0, -100) });
-    expect(await runRows(db.pool, id)).toEqual(ended);
-    // A second report of the same lease is stale and writes nothing.
+    expect(ended[0]).toMatchObject({ started_at: T0, finished_at: at(T0, 250), scheduled_for: at(T0, -100), error: null, aborted_by: null });
+    expect((await store.runs.list('default', id))!).toEqual([
+      expect.objectContaining({ runId: claimed!.runId, outcome: 'SUCCEEDED', workerId: 'w1', startedAt: T0, finishedAt: at(T0, 250) }),
+    ]);
+    // A second report of the same lease is stale and changes nothing.
     expect(await store.lease.complete([{ ...HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(T0, 300))).toEqual([
       expect.objectContaining({ kind: 'stale' }),
     ]);
-    expect(await storedRuns(id)).toHaveLength(1);
+    expect(await runRows(db.pool, id)).toEqual(ended);
+  });
+
+  it("a COMPLETED job's run reads the same after an edit, a cancel and a trigger, and goes with the job", async () => {
+    const id = await insertJob(db.pool, { nextRunAt: at(T0, -100), occurrenceAt: at(T0, -100) });
+    await store.lease.claimDue({ ...CLAIM, limit: 1, now: T0 });
+    await store.lease.complete([{ ...HOLDER, jobId: id, leaseGeneration: 1, outcome: 'SUCCEEDED' }], at(T0, 250));
+    const ended = await runRows(db.pool, id);
+    expect(ended).toHaveLength(1);
+
+    expect(await store.lease.edit('default', id, { runAt: at(T0, 60_000), name: 'renamed' }, { now: at(T0, 500) })).toMatchObject({
+      kind: 'updated',
+    });
+    expect(await store.lease.cancel('default', id, at(T0, 600))).toEqual({ kind: 'finished', state: 'COMPLETED' });
+    expect(await store.lease.trigger('default', id, at(T0, 700))).toEqual({ kind: 'conflict', state: 'COMPLETED' });
+    expect(await runRows(db.pool, id)).toEqual(ended);
+
+    // Job retention deletes the finished job, and its run with it.
+    const swept = await store.retention.deleteFinishedJobs({ olderThanMs: 1000, now: at(T0, 10_000) });
+    expect(swept).toMatchObject({ deletedJobs: 1, deletedRuns: 1 });
+    expect(await runRows(db.pool, id)).toEqual([]);
+  });
+
+  it('a run of a recurring job and a failed one-off run are still written to ended_runs, once each', async () => {
+    const recurring = await insertJob(db.pool, { schedule: '* * * * *', nextRunAt: T0, occurrenceAt: T0 });
+    const failing = await insertJob(db.pool, { nextRunAt: at(T0, -100), maxAttempts: 1 });
+    await store.lease.claimDue({ ...CLAIM, limit: 2, now: T0 });
+    await store.lease.complete(
+      [
+        { ...HOLDER, jobId: recurring, leaseGeneration: 1, outcome: 'SUCCEEDED' },
+        { ...HOLDER, jobId: failing, leaseGeneration: 1, outcome: 'FAILED', error: 'boom' },
+      ],
+      at(T0, 100),
+    );
+    expect((await storedRuns(recurring)).map((run) => run.outcome)).toEqual(['SUCCEEDED']);
+    expect((await storedRuns(failing)).map((run) => run.outcome)).toEqual(['FAILED']);
+    expect((await runRows(db.pool, recurring)).map((run) => run.outcome)).toEqual(['SUCCEEDED']);
+    expect((await runRows(db.pool, failing)).map((run) => run.outcome)).toEqual(['FAILED']);
+    expect(await jobRow(db.pool, recurring)).toMatchObject({ run_finished_at: null });
+  });
+
+  it('a run an earlier version completed (its row in ended_runs, none on the job) is listed once', async () => {
+    const id = await insertJob(db.pool, { nextRunAt: at(T0, -100), occurrenceAt: at(T0, -100) });
+    const [claimed] = await store.lease.claimDue({ ...CLAIM, limit: 1, now: T0 });
+    // What a coordinator before migration 0018 wrote for a successful one-off run.
+    await db.pool.query(
+      `WITH done AS (
+         UPDATE jobs j SET state = 'COMPLETED', next_run_at = NULL, lease_until = NULL, lease_owner = NULL, lease_token = NULL
+         WHERE id = $1 RETURNING j.id, j.run_id, j.attempt, j.lease_generation, j.occurrence_at, j.run_started_at, j.next_reason
+       )
+       INSERT INTO ended_runs (id, job_id, attempt, lease_generation, scheduled_for, worker_id, started_at, finished_at, outcome, reason)
+       OVERRIDING SYSTEM VALUE
+       SELECT run_id, id, attempt, lease_generation, occurrence_at, 'w1', run_started_at, $2, 'SUCCEEDED', next_reason FROM done`,
+      [id, at(T0, 250)],
+    );
+    expect(await runRows(db.pool, id)).toEqual([
+      expect.objectContaining({ id: String(claimed!.runId), outcome: 'SUCCEEDED', worker_id: 'w1', finished_at: at(T0, 250) }),
+    ]);
   });
 
   it('a failure, an expiry and a release before start each write their run once, with the values of the claim', async () => {

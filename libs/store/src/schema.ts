@@ -82,6 +82,10 @@ export const jobs = pgTable('jobs', {
   // Written by lease/claim.ts; read by the endings (which write its ended_runs row) and the runs view.
   runId: bigint('run_id', { mode: 'number' }),
   runStartedAt: tstz('run_started_at'),
+  // A one-off job's successful run, kept on its COMPLETED row (migration 0018, docs/decisions/0033): its end and
+  // its worker. Written by the simple completion (lease/settlement.ts); read by the runs view.
+  runFinishedAt: tstz('run_finished_at'),
+  runWorkerId: text('run_worker_id'),
 });
 
 /** The columns a run has, in the ended_runs table and in the runs view. */
@@ -106,7 +110,10 @@ export const endedRuns = pgTable('ended_runs', {
   ...runFields(),
 });
 
-/** What readers see: ended_runs plus each CLAIMED job's RUNNING run, read from its job row (migration 0017). */
+/**
+ * What readers see: ended_runs, each CLAIMED job's RUNNING run (migration 0017) and each COMPLETED one-off
+ * job's SUCCEEDED run recorded on its row (migration 0018), the last two read from the job rows.
+ */
 export const runs = pgView('runs', {
   id: bigint('id', { mode: 'number' }).notNull(),
   ...runFields(),

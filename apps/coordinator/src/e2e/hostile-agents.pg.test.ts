@@ -15,6 +15,7 @@ import {
   spawnNode,
   startAgentProcess,
   startCoordinatorProcess,
+  startHeldCalls,
   stopAll,
   waitFor,
   type CoordinatorProcess,
@@ -59,13 +60,15 @@ describe('hostile and broken agents', () => {
   });
 
   it('a rogue agent with a valid token cannot renew, complete or release a lease another agent holds', async () => {
-    const victim = await startAgentProcess({ coordinator: coordinator.grpcAddress, agentId: 'victim', tasks: 'sleep', env: { KAIROS_TOKEN: await agentToken() } });
-    // Runs for twice the lease: the victim must renew it, while the rogue floods.
-    const created = await admin.createJob({ task: 'sleep', runAt: new Date().toISOString(), payload: { seconds: 3 } });
+    const victim = await startAgentProcess({ coordinator: coordinator.grpcAddress, agentId: 'victim', tasks: 'http', env: { KAIROS_TOKEN: await agentToken() } });
+    // Runs until the rogue is done and the victim has renewed its lease (this test holds the call open),
+    // however long a loaded machine takes to start the rogue.
+    const held = await startHeldCalls();
+    const created = await admin.createJob({ task: 'http', runAt: new Date().toISOString(), payload: { url: held.url(), timeoutMs: 600_000 } });
     const jobId: string = created.body.jobId;
     const claimed = await waitFor(
       async () => {
-        const { rows } = await db.pool.query(`SELECT lease_owner, lease_generation FROM jobs WHERE id = $1 AND state = 'CLAIMED'`, [jobId]);
+        const { rows } = await db.pool.query(`SELECT lease_owner, lease_generation, lease_until FROM jobs WHERE id = $1 AND state = 'CLAIMED'`, [jobId]);
         return rows[0];
       },
       { description: 'the victim to claim the job' },
@@ -92,7 +95,17 @@ describe('hostile and broken agents', () => {
     });
     await intruder.waitForLine((line) => line.msg === 'actions sent', 15_000);
     const mid = await db.pool.query('SELECT state, lease_owner, lease_generation FROM jobs WHERE id = $1', [jobId]);
-    expect(mid.rows[0]).toMatchObject({ lease_owner: 'victim', lease_generation: claimed.lease_generation });
+    expect(mid.rows[0]).toMatchObject({ state: 'CLAIMED', lease_owner: 'victim', lease_generation: claimed.lease_generation });
+    await held.arrived(1);
+    // The victim renewed its lease through the flood (its heartbeats were never failed by the rogue's entries).
+    await waitFor(
+      async () => {
+        const { rows } = await db.pool.query(`SELECT lease_until FROM jobs WHERE id = $1 AND lease_owner = 'victim'`, [jobId]);
+        return rows[0] && rows[0].lease_until > claimed.lease_until;
+      },
+      { description: 'the victim to renew its lease' },
+    );
+    held.release();
 
     await waitFor(async () => (await admin.getJob(jobId)).body.state === 'COMPLETED', { timeoutMs: 20_000, description: 'the victim to finish' });
     const runs = (await admin.runs(jobId)).body.runs;
@@ -116,6 +129,7 @@ describe('hostile and broken agents', () => {
     expect(status.code).toBe(grpc.status.PERMISSION_DENIED);
     await victim.stop();
     await intruder.stop();
+    await held.close();
   }, 60_000);
 
   it('a black-hole agent (capacity 10,000, never runs anything) is quarantined; a healthy agent runs all 20 jobs, none DEAD', async () => {

@@ -31,7 +31,6 @@ import {
   lockInIdOrder,
   NOW,
   refusal,
-  runColumns,
   truncateError,
 } from './sql';
 
@@ -140,10 +139,9 @@ export async function complete(
   // Fast path: an agent's batch of finished one-off runs, each job named once. One statement, and no
   // per-report bookkeeping when it records them all (what a busy agent sends nearly every time).
   if (reports.every(isPlainSuccess) && new Set(reports.map((report) => report.jobId)).size === reports.length) {
-    const unrecorded = await completeSimple(pool, reports, now);
-    if (unrecorded.size === 0) return reports.map(recordedSuccess);
+    const recorded = await completeSimple(pool, reports, now);
+    if (recorded === 'all') return reports.map(recordedSuccess);
     // Recurring jobs and stale reports: the general path settles them, without trying the statement again.
-    const recorded = new Set(reports.map(heldKeyOf).filter((key) => !unrecorded.has(key)));
     return completeGeneral(pool, reports, retry, now, recorded);
   }
   return completeGeneral(pool, reports, retry, now);
@@ -174,19 +172,32 @@ function recordedSuccess(report: CompletionReport): CompleteResult {
 }
 
 /**
- * Runs COMPLETE_SIMPLE_SQL for well-formed SUCCEEDED reports, each lease named
- * once; answers the heldLeaseKeys it did not record (recurring jobs, stale or
- * foreign reports). The reports go in job-id order (`holderArrays`), the order
- * the statement then locks their rows in; should PostgreSQL still find a deadlock (a plan
- * that visits the rows in another order), the statement, which changed
- * nothing, is run again.
+ * Runs COMPLETE_SIMPLE_SQL for well-formed SUCCEEDED reports, each job named
+ * once; answers the reports it recorded: `all` (what a busy agent's batch
+ * nearly always gets, read from the row count alone), or their heldLeaseKeys
+ * (the others are recurring jobs, stale or another agent's). The reports go
+ * in job-id order (`holderArrays`), the order the statement then locks their
+ * rows in; should PostgreSQL still find a deadlock (a plan that visits the
+ * rows in another order), the statement, which changed nothing, is run again.
  */
-async function completeSimple(pool: Pool, reports: readonly HeldLeaseRef[], now: Date | undefined): Promise<Set<string>> {
+async function completeSimple(
+  pool: Pool,
+  reports: readonly HeldLeaseRef[],
+  now: Date | undefined,
+): Promise<'all' | Set<string>> {
   const values = [now ?? null, ...holderArrays(reports)];
   for (let attempt = 1; ; attempt++) {
     try {
-      const { rows } = await pool.query({ name: 'kairos_complete_simple', text: COMPLETE_SIMPLE_SQL, values });
-      return new Set(rows.map((row) => heldLeaseKey(row.id, Number(row.lease_generation), row.owner, row.token)));
+      const { rows } = await pool.query<[string]>({
+        name: 'kairos_complete_simple',
+        text: COMPLETE_SIMPLE_SQL,
+        values,
+        rowMode: 'array',
+      });
+      // Each job is named once, so as many rows as reports means each report was recorded.
+      if (rows.length === reports.length) return 'all';
+      const ids = new Set(rows.map(([id]) => id));
+      return new Set(reports.filter((report) => ids.has(report.jobId.toLowerCase())).map(heldKeyOf));
     } catch (error: unknown) {
       if (sqlState(error) !== SQLSTATE.deadlockDetected || attempt === DEADLOCK_ATTEMPTS) throw error;
     }
@@ -224,11 +235,18 @@ async function completeGeneral(
   if (recorded !== undefined) {
     for (const key of recorded) settled.set(key, success);
   } else {
-    // Successful one-off runs take the one-statement path first.
-    const simple = first.filter(([, report]) => report.outcome === 'SUCCEEDED');
+    // Successful one-off runs take the one-statement path first, each job once (the statement
+    // answers by job id): another holder's report of the same job takes the locked path.
+    const named = new Set<string>();
+    const simple = first.filter(([, report]) => {
+      const id = report.jobId.toLowerCase();
+      if (report.outcome !== 'SUCCEEDED' || named.has(id)) return false;
+      named.add(id);
+      return true;
+    });
     if (simple.length > 0) {
-      const unrecorded = await completeSimple(pool, simple.map(([, report]) => report), now);
-      for (const [key] of simple) if (!unrecorded.has(key)) settled.set(key, success);
+      const recordedNow = await completeSimple(pool, simple.map(([, report]) => report), now);
+      for (const [key] of simple) if (recordedNow === 'all' || recordedNow.has(key)) settled.set(key, success);
     }
   }
   // Everything else (failures, recurring jobs, and reports the fast path did not match,
@@ -285,9 +303,12 @@ const HELD = heldLeases(2);
 /**
  * Completion of successful one-off runs in one statement (one round trip, one
  * commit for the whole batch): fenced like every other write, on CLAIMED and
- * the generation. The run's row is written here, whole (decision 0027), from
- * what the UPDATE returns: the columns it does not set, and the holder from
- * the batch (the row's own lease_owner is cleared by then).
+ * the generation. The run is recorded on the job row (decision 0033): its id
+ * and start are there since the claim, the UPDATE adds its end and its worker
+ * (the holder, whose lease_owner it clears), and the `runs` view lists it
+ * SUCCEEDED from there. One row version per completion and no run row: a
+ * COMPLETED one-off job never changes state again, so its run reads the same
+ * for as long as the job exists.
  *
  * No separate locking step: the UPDATE locks each row as its nested loop over
  * the batch's arrays reaches it by primary key, so in the order of the arrays,
@@ -299,24 +320,17 @@ const HELD = heldLeases(2);
  * deadlock (a plan that scans a tiny table instead of probing its key),
  * `completeSimple` runs the statement again.
  *
- * It answers the leases it did NOT record (recurring, stale, another
- * holder's): usually none, so a batch of recorded runs costs the coordinator
- * no row to read back. The input names each lease once per holder (`complete`
- * makes sure); another agent naming the same lease is answered as not recorded.
+ * It answers the ids of the jobs it recorded, nothing more: the input names
+ * each job once (`complete` makes sure), so the ids say which reports were
+ * recorded, and a batch recorded whole is told by its row count. The UPDATE
+ * matches the holder too: another agent's report of a lease is not recorded.
  */
 export const COMPLETE_SIMPLE_SQL = `
-WITH done AS (
-  UPDATE jobs j SET state = 'COMPLETED', next_run_at = NULL, lease_until = NULL, lease_owner = NULL, lease_token = NULL,
-    ${CLEAR_ABORT}, updated_at = ${NOW(1)}
-  FROM ${HELD.from}
-  WHERE ${HELD.match} AND ${HELD.claimed} AND j.schedule IS NULL
-  RETURNING ${runColumns('r.owner')}, r.token AS lease_token
-), recorded AS (
-  ${insertEndedRuns('done', { finishedAt: NOW(1), outcome: "'SUCCEEDED'", error: 'NULL' })}
-)
-SELECT r.id, r.generation AS lease_generation, r.owner, r.token FROM ${HELD.from}
-WHERE NOT EXISTS (SELECT FROM done WHERE done.id = r.id AND done.lease_generation = r.generation
-  AND done.lease_owner = r.owner AND done.lease_token IS NOT DISTINCT FROM r.token)`;
+UPDATE jobs j SET state = 'COMPLETED', next_run_at = NULL, lease_until = NULL, lease_owner = NULL, lease_token = NULL,
+  run_worker_id = j.lease_owner, run_finished_at = ${NOW(1)}, ${CLEAR_ABORT}, updated_at = ${NOW(1)}
+FROM ${HELD.from}
+WHERE ${HELD.match} AND ${HELD.claimed} AND j.schedule IS NULL
+RETURNING j.id`;
 
 /** Leases past their lease_until, oldest first: read through jobs_claimed_lease_until_idx. */
 export const EXPIRED_SQL = `

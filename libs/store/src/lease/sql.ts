@@ -125,14 +125,8 @@ export function inIdOrder<T extends { readonly jobId: string }>(leases: readonly
  * claim reserved `run_id` and stamped `run_started_at`; the rest is the job's
  * own, unchanged while it is CLAIMED. Select these with the row lock (the
  * values before the ending's UPDATE), then `insertEndedRuns` from that CTE.
- * An ending's UPDATE may return them instead if it names the holder from
- * elsewhere (`owner`): it clears the row's own lease_owner.
  */
-export function runColumns(owner = 'j.lease_owner'): string {
-  return `j.id, j.run_id, j.attempt, j.lease_generation, j.occurrence_at, ${owner} AS lease_owner, j.run_started_at, j.next_reason`;
-}
-
-export const RUN_COLUMNS = runColumns();
+export const RUN_COLUMNS = 'j.id, j.run_id, j.attempt, j.lease_generation, j.occurrence_at, j.lease_owner, j.run_started_at, j.next_reason';
 
 /**
  * The one INSERT that records ended runs, from a CTE (`source`) with the
