@@ -65,11 +65,11 @@ export async function deleteFinishedJobs(
      ), gone_runs AS (
        DELETE FROM ended_runs r USING victims v WHERE r.job_id = v.id RETURNING r.id
      ), gone AS (
-       DELETE FROM jobs j USING victims v WHERE j.id = v.id RETURNING j.id, j.run_finished_at IS NOT NULL AS had_run
+       DELETE FROM jobs j USING victims v WHERE j.id = v.id RETURNING j.id, j.run_finished_at
      )
      SELECT (SELECT count(*) FROM scanned)::int AS scanned, (SELECT max(id::text) FROM scanned) AS last,
             (SELECT count(*) FROM gone)::int AS jobs,
-            ((SELECT count(*) FROM gone_runs) + (SELECT count(*) FROM gone WHERE had_run))::int AS runs`,
+            ((SELECT count(*) FROM gone_runs) + (SELECT count(run_finished_at) FROM gone))::int AS runs`,
     [options.now ?? null, options.olderThanMs, options.after ?? null, scan],
   );
   const row = rows[0];

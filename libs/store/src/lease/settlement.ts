@@ -136,12 +136,13 @@ export async function complete(
   now?: Date,
 ): Promise<CompleteResult[]> {
   if (reports.length === 0) return [];
-  // Fast path: an agent's batch of finished one-off runs, each job named once. One statement, and no
-  // per-report bookkeeping when it records them all (what a busy agent sends nearly every time).
-  if (reports.every(isPlainSuccess) && new Set(reports.map((report) => report.jobId)).size === reports.length) {
+  // Fast path: an agent's batch of finished one-off runs. One statement, and no per-report bookkeeping
+  // when it records them all (what a busy agent sends nearly every time).
+  if (reports.every(isPlainSuccess)) {
     const recorded = await completeSimple(pool, reports, now);
     if (recorded === 'all') return reports.map(recordedSuccess);
-    // Recurring jobs and stale reports: the general path settles them, without trying the statement again.
+    // Recurring jobs, stale reports and a job named twice: the general path settles them, without trying
+    // the statement again.
     return completeGeneral(pool, reports, retry, now, recorded);
   }
   return completeGeneral(pool, reports, retry, now);
@@ -172,20 +173,27 @@ function recordedSuccess(report: CompletionReport): CompleteResult {
 }
 
 /**
- * Runs COMPLETE_SIMPLE_SQL for well-formed SUCCEEDED reports, each job named
- * once; answers the reports it recorded: `all` (what a busy agent's batch
- * nearly always gets, read from the row count alone), or their heldLeaseKeys
- * (the others are recurring jobs, stale or another agent's). The reports go
- * in job-id order (`holderArrays`), the order the statement then locks their
- * rows in; should PostgreSQL still find a deadlock (a plan that visits the
- * rows in another order), the statement, which changed nothing, is run again.
+ * Runs COMPLETE_SIMPLE_SQL for well-formed SUCCEEDED reports; answers the
+ * reports it recorded: `all` (what a busy agent's batch nearly always gets,
+ * read from the row count alone), or their heldLeaseKeys (the others are
+ * recurring jobs, stale, another agent's, or a second report of a job). The
+ * statement answers by job id, so it gets each job once: the first report
+ * naming it. The reports go in job-id order (`holderArrays`), the order the
+ * statement then locks their rows in; should PostgreSQL still find a deadlock
+ * (a plan that visits the rows in another order), the statement, which
+ * changed nothing, is run again.
  */
 async function completeSimple(
   pool: Pool,
   reports: readonly HeldLeaseRef[],
   now: Date | undefined,
 ): Promise<'all' | Set<string>> {
-  const values = [now ?? null, ...holderArrays(reports)];
+  const byId = new Map<string, HeldLeaseRef>();
+  for (const report of reports) {
+    const id = report.jobId.toLowerCase();
+    if (!byId.has(id)) byId.set(id, report);
+  }
+  const values = [now ?? null, ...holderArrays(byId.size === reports.length ? reports : [...byId.values()])];
   for (let attempt = 1; ; attempt++) {
     try {
       const { rows } = await pool.query<[string]>({
@@ -194,10 +202,9 @@ async function completeSimple(
         values,
         rowMode: 'array',
       });
-      // Each job is named once, so as many rows as reports means each report was recorded.
+      // One row per job recorded: as many rows as reports means each report was recorded.
       if (rows.length === reports.length) return 'all';
-      const ids = new Set(rows.map(([id]) => id));
-      return new Set(reports.filter((report) => ids.has(report.jobId.toLowerCase())).map(heldKeyOf));
+      return new Set(rows.map(([id]) => heldKeyOf(byId.get(id)!)));
     } catch (error: unknown) {
       if (sqlState(error) !== SQLSTATE.deadlockDetected || attempt === DEADLOCK_ATTEMPTS) throw error;
     }
@@ -235,15 +242,9 @@ async function completeGeneral(
   if (recorded !== undefined) {
     for (const key of recorded) settled.set(key, success);
   } else {
-    // Successful one-off runs take the one-statement path first, each job once (the statement
-    // answers by job id): another holder's report of the same job takes the locked path.
-    const named = new Set<string>();
-    const simple = first.filter(([, report]) => {
-      const id = report.jobId.toLowerCase();
-      if (report.outcome !== 'SUCCEEDED' || named.has(id)) return false;
-      named.add(id);
-      return true;
-    });
+    // Successful one-off runs take the one-statement path first; what it does not record (another
+    // holder's report of the same job among them) takes the locked path.
+    const simple = first.filter(([, report]) => report.outcome === 'SUCCEEDED');
     if (simple.length > 0) {
       const recordedNow = await completeSimple(pool, simple.map(([, report]) => report), now);
       for (const [key] of simple) if (recordedNow === 'all' || recordedNow.has(key)) settled.set(key, success);
@@ -321,9 +322,10 @@ const HELD = heldLeases(2);
  * `completeSimple` runs the statement again.
  *
  * It answers the ids of the jobs it recorded, nothing more: the input names
- * each job once (`complete` makes sure), so the ids say which reports were
- * recorded, and a batch recorded whole is told by its row count. The UPDATE
- * matches the holder too: another agent's report of a lease is not recorded.
+ * each job once (`completeSimple` makes sure), so the ids say which reports
+ * were recorded, and a batch recorded whole is told by its row count. The
+ * UPDATE matches the holder too: another agent's report of a lease is not
+ * recorded.
  */
 export const COMPLETE_SIMPLE_SQL = `
 UPDATE jobs j SET state = 'COMPLETED', next_run_at = NULL, lease_until = NULL, lease_owner = NULL, lease_token = NULL,
