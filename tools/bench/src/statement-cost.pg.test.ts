@@ -6,6 +6,7 @@
  */
 import { createPool } from '@kairos/store';
 import { createTestDatabase, type TestDatabase } from '@kairos/testing';
+import { UUID_V7_SQL } from './common';
 import { measureStatements } from './statement-cost';
 
 describe('statement-cost probe', () => {
@@ -52,6 +53,21 @@ describe('statement-cost probe', () => {
       { task: 'long', state: 'CLAIMED', n: 400 },
       { task: 'noop', state: 'COMPLETED', n: 900 },
     ]);
+  });
+
+  it('seeds ids like the API\'s: UUIDv7, the clock\'s milliseconds first', async () => {
+    const { rows } = await db.pool.query<{ id: string; ms: string }>(
+      `SELECT id::text, floor(date_part('epoch', clock_timestamp()) * 1000)::bigint AS ms FROM (SELECT ${UUID_V7_SQL} AS id FROM generate_series(1, 2000)) s`,
+    );
+    const distinct = new Set(rows.map((row) => row.id));
+    expect(distinct.size).toBe(2000);
+    for (const { id, ms } of rows) {
+      // Version 7, RFC variant (10xx), and a timestamp no later than the clock read after it.
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      const idMs = parseInt(id.replace(/-/g, '').slice(0, 12), 16);
+      expect(idMs).toBeLessThanOrEqual(Number(ms));
+      expect(Number(ms) - idMs).toBeLessThan(60_000);
+    }
   });
 
   it('refuses a pool of more than one connection, before touching the database', async () => {

@@ -24,6 +24,7 @@ import { parseArgs } from 'node:util';
 import type { Pool } from 'pg';
 import { createPool, createStore, migrate, type ClaimedJob } from '@kairos/store';
 import { createDatabase, startCluster } from './cluster';
+import { UUID_V7_SQL } from './common';
 
 export interface StatementCost {
   jobs: number;
@@ -55,7 +56,7 @@ export async function measureStatements(pool: Pool, options: { jobs: number; bat
   const seed = (task: string, count: number) =>
     pool.query(
       `INSERT INTO jobs (id, task, run_at, occurrence_at, next_run_at, state, payload)
-       SELECT gen_random_uuid(), $1, t, t, t, 'DUE', jsonb_build_object('p', 1, 'd', g)
+       SELECT ${UUID_V7_SQL}, $1, t, t, t, 'DUE', jsonb_build_object('p', 1, 'd', g)
        FROM (SELECT g, now() - interval '1 hour' + g * interval '1 ms' AS t FROM generate_series(1, $2::int) g) s`,
       [task, count],
     );

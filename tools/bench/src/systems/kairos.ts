@@ -18,7 +18,7 @@ import { Pool } from 'pg';
 import { createPool, createStore, leaseStatements, migrate } from '@kairos/store';
 import { spawn } from 'node:child_process';
 import { COORDINATOR_MAIN, makeTestPki, startCoordinatorProcess, type TestPki } from '@kairos/testing';
-import { TASK_NOOP } from '../common';
+import { TASK_NOOP, UUID_V7_SQL } from '../common';
 import { startWorkers, type WorkerProcess } from '../procs';
 import { withClient } from '../cluster';
 import type { Driver, JobBatch, RunningSystem, StartOptions } from './types';
@@ -65,10 +65,10 @@ export const kairosDriver: Driver = {
 
   async insert(url, batch) {
     // Direct SQL into `jobs` (the columns a one-off job created through the API
-    // gets), ids from uuidv7() like the API's, in one statement per 250k rows.
+    // gets), ids UUIDv7 like the API's (uuidv7() on PostgreSQL 18, UUID_V7_SQL before it), in one statement per 250k rows.
     await withClient(url, async (client) => {
       const { rows } = await client.query(`SELECT current_setting('server_version_num')::int >= 180000 AS v7`);
-      const idFn = rows[0]?.v7 ? 'uuidv7()' : 'gen_random_uuid()';
+      const idFn = rows[0]?.v7 ? 'uuidv7()' : UUID_V7_SQL;
       for (let done = 0; done < batch.count; done += 250_000) {
         const n = Math.min(250_000, batch.count - done);
         await client.query(
