@@ -91,6 +91,8 @@ export interface DbCounters {
   xactCommit: number;
   /** WAL fsyncs on the whole server (pg_stat_io, PostgreSQL 16+); null if unavailable. */
   walFsyncs: number | null;
+  /** The server's WAL insert position in bytes (pg_current_wal_lsn): the difference of two readings is the WAL written between them, by every database. */
+  walBytes: number;
 }
 
 /**
@@ -125,7 +127,8 @@ export async function readCounters(cluster: BenchCluster, database: string): Pro
     } catch {
       walFsyncs = null;
     }
-    return { xactCommit: Number(rows[0]?.c ?? 0), walFsyncs };
+    const lsn = await client.query(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 AS b`);
+    return { xactCommit: Number(rows[0]?.c ?? 0), walFsyncs, walBytes: Number(lsn.rows[0]?.b ?? 0) };
   } finally {
     client.release();
   }

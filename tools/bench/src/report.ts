@@ -51,6 +51,8 @@ export interface Figures {
   /** Extra: CPU microseconds per job during W1, per component (medians). */
   w1CpuUsPerJob: { coordinator: number | null; workers: number | null; postgres: number | null; total: number | null } | null;
   walFsyncsPerJob: number | null;
+  /** WAL bytes written per W1 job (medians; results written before this figure existed lack it). */
+  walBytesPerJob: number | null;
   workerRssMiBAt1M: number | null;
   /** W8: jobs per second created through the API (Kairos: REST POST /jobs:batch; gRPC below). */
   bulkCreateJobsPerSec: number | null;
@@ -123,6 +125,7 @@ export function figuresFor(raw: RawResults, config: SystemConfig): Figures {
           }
         : null,
     walFsyncsPerJob: round(median(w1.map((r) => r.walFsyncsPerJob)), 3),
+    walBytesPerJob: round(median(w1.map((r) => r.walBytesPerJob ?? null)), 0),
     workerRssMiBAt1M: round(median(million.map((m) => m.workerRssMiB))),
     // W8 runs once per system, not per variant.
     bulkCreateJobsPerSec: raw.w8[config.system]?.[0]?.jobsPerSec ?? null,
@@ -166,6 +169,7 @@ export const METRICS: MetricDef[] = [
   { key: 'workerRss', label: 'W7 worker process RSS (max)', unit: 'MiB', better: 'lower', get: (f) => f.workerRssMiBAt1M },
   { key: 'commits', label: 'W7 commits per job (W1)', unit: '', better: 'lower', get: (f) => f.commitsPerJob },
   { key: 'walFsyncs', label: 'W7 WAL fsyncs per job (W1)', unit: '', better: 'lower', get: (f) => f.walFsyncsPerJob },
+  { key: 'walBytes', label: 'W7 WAL bytes per job (W1)', unit: 'B', better: 'lower', get: (f) => f.walBytesPerJob },
   { key: 'bulkCreate', label: 'W8 bulk create through the API (Kairos: REST)', unit: 'jobs/s', better: 'higher', get: (f) => f.bulkCreateJobsPerSec },
   { key: 'bulkCreateGrpc', label: 'W8 ... Kairos through gRPC CreateJobs', unit: 'jobs/s', better: 'higher', get: (f) => f.bulkCreateGrpcJobsPerSec },
 ];

@@ -69,6 +69,7 @@ describe('benchmark harness (smoke)', () => {
       expect(figures.claim500?.at10mMs).toBeNull();
       expectNumberOrNull(figures.rssMiBAt1M, `${system}.rssMiBAt1M`);
       expectNumberOrNull(figures.commitsPerJob, `${system}.commitsPerJob`);
+      expectNumberOrNull(figures.walBytesPerJob, `${system}.walBytesPerJob`);
       // W8 runs for every system.
       expect(typeof figures.bulkCreateJobsPerSec).toBe('number');
     }
@@ -88,6 +89,8 @@ describe('benchmark harness (smoke)', () => {
     ]) {
       expect(typeof value).toBe('number');
     }
+    // Each job writes at least its claim's and its completion's row versions.
+    expect(kairos.walBytesPerJob).toBeGreaterThan(100);
     expect(results['pg-boss'].rssMiBAt1M).toBeNull();
     expect(existsSync(path.join(resultsDir, 'latest-start-lag.svg'))).toBe(true);
     expect(existsSync(path.join(resultsDir, 'latest.md'))).toBe(true);

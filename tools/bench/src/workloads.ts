@@ -80,6 +80,8 @@ export interface W1Result {
   commits: number;
   commitsPerJob: number;
   walFsyncsPerJob: number | null;
+  /** WAL bytes written per job, warm-up jobs included (like commitsPerJob). */
+  walBytesPerJob: number;
   /** CPU seconds per component from the end of the warm-up to durable completion. */
   cpu: CpuDelta;
   /** 1-minute load average when the run ended (the machine is shared: a noise indicator). */
@@ -126,6 +128,9 @@ export interface StatementStat {
   /** Planning time in total (pg_stat_statements.track_planning). */
   planMs: number;
   rows: number;
+  /** WAL the statement wrote in total: records and bytes (full-page images included). */
+  walRecords: number;
+  walBytes: number;
 }
 
 export function dbName(kind: string, config: SystemConfig, round: number): string {
@@ -233,7 +238,8 @@ async function resetStatements(ctx: BenchContext): Promise<void> {
 async function topStatements(ctx: BenchContext, database: string): Promise<StatementStat[] | undefined> {
   if (!ctx.pgss) return undefined;
   const { rows } = await ctx.cluster.admin.query(
-    `SELECT left(regexp_replace(s.query, '\\s+', ' ', 'g'), 240) AS query, s.calls, s.total_exec_time AS total, s.mean_exec_time AS mean, s.total_plan_time AS plan, s.rows
+    `SELECT left(regexp_replace(s.query, '\\s+', ' ', 'g'), 240) AS query, s.calls, s.total_exec_time AS total, s.mean_exec_time AS mean, s.total_plan_time AS plan, s.rows,
+       s.wal_records, s.wal_bytes::float8 AS wal_bytes
      FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
      WHERE d.datname = $1 ORDER BY s.total_exec_time DESC LIMIT 12`,
     [database],
@@ -245,6 +251,8 @@ async function topStatements(ctx: BenchContext, database: string): Promise<State
     meanMs: Math.round(Number(row.mean) * 1000) / 1000,
     planMs: Math.round(Number(row.plan) * 10) / 10,
     rows: Number(row.rows),
+    walRecords: Number(row.wal_records),
+    walBytes: Number(row.wal_bytes),
   }));
 }
 
@@ -339,13 +347,14 @@ export async function runW1(ctx: BenchContext, config: SystemConfig, round: numb
       commitsPerJob: commits / Math.max(1, completed),
       walFsyncsPerJob:
         after.walFsyncs !== null && before.walFsyncs !== null ? (after.walFsyncs - before.walFsyncs) / Math.max(1, completed) : null,
+      walBytesPerJob: (after.walBytes - before.walBytes) / Math.max(1, completed),
       cpu,
       loadAverage: Math.round(os.loadavg()[0]! * 100) / 100,
       ...(topStatementsW1 ? { topStatements: topStatementsW1 } : {}),
     };
     ctx.log(
       `  W1 ${config.id}: ${Math.round(result.throughputJobsPerSec)} jobs/s after ${warmupJobs} warm-up jobs (${Math.round(result.coldThroughputJobsPerSec)} with them)${capped ? ` (capped after ${sizes.w1CapMs / 1000} s, ${countAtCap}/${sizes.w1Jobs} done)` : ''}, ` +
-        `${result.commitsPerJob.toFixed(3)} commits/job; CPU s: coordinator ${cpu.coordinatorS}, workers ${cpu.workersS}, postgres ${cpu.postgresS}, bench ${cpu.benchS} in ${cpu.wallS} s`,
+        `${result.commitsPerJob.toFixed(3)} commits/job, ${Math.round(result.walBytesPerJob)} WAL bytes/job; CPU s: coordinator ${cpu.coordinatorS}, workers ${cpu.workersS}, postgres ${cpu.postgresS}, bench ${cpu.benchS} in ${cpu.wallS} s`,
     );
     return result;
   } finally {
