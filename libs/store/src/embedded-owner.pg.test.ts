@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { waitFor } from '@kairos/testing';
+import { isAlive, waitFor } from '@kairos/testing';
 
 const OWNER = `
 const { startEmbeddedPostgres } = require(${JSON.stringify(path.resolve(__dirname, '../dist/index.js'))});
@@ -21,15 +21,6 @@ startEmbeddedPostgres({ dataDir: process.argv[1] }).then((server) => {
   else process.kill(process.pid, process.argv[2]);
 });
 `;
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function runOwner(ending: string): Promise<{ serverPid: number; code: number | null; signal: NodeJS.Signals | null }> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'kairos-embedded-owner-'));

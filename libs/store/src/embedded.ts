@@ -193,14 +193,12 @@ async function startPostmaster(clusterDir: string, flags: readonly string[], log
     runningServers.delete(child);
     if (runningServers.size === 0) unwatchOwner();
   });
-  let stopped: Promise<void> | undefined;
   return {
     pid: child.pid!,
-    stop: () =>
-      (stopped ??= (async () => {
-        if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
-        await exited;
-      })()),
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+      await exited;
+    },
   };
 }
 

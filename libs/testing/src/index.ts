@@ -6,6 +6,7 @@ export {
   spawnNode,
   spawnProgram,
   stopAll,
+  isAlive,
   startCoordinatorProcess,
   startAgentProcess,
   COORDINATOR_MAIN,

@@ -6,6 +6,7 @@
  * pid; `stopAll()` in afterAll is the safety net.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -36,11 +37,21 @@ export function spawnNode(name: string, script: string, env: Record<string, stri
   return spawnProgram(name, node, [script], env);
 }
 
-/** Any program that logs JSON lines (a single-file executable, say), managed like spawnNode's. */
-export function spawnProgram(name: string, program: string, args: readonly string[], env: Record<string, string | undefined>): ManagedProcess {
+/**
+ * Any program that logs JSON lines (a single-file executable, say), managed like spawnNode's.
+ * `detached`: the leader of a process group of its own, as a terminal's foreground job (signal the group with `process.kill(-pid, …)`).
+ */
+export function spawnProgram(
+  name: string,
+  program: string,
+  args: readonly string[],
+  env: Record<string, string | undefined>,
+  options: { detached?: boolean } = {},
+): ManagedProcess {
   const child = spawn(program, args, {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached ?? false,
   });
   if (child.pid === undefined) throw new Error(`could not start ${name}`);
   const lines: LogLine[] = [];
@@ -122,6 +133,18 @@ export function spawnProgram(name: string, program: string, args: readonly strin
   started.add(managed);
   void exited.then(() => started.delete(managed));
   return managed;
+}
+
+/** Whether `pid` is a running process (a zombie, dead but not yet reaped, is not). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    // A zombie still answers signal 0; look at its state.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
 }
 
 /** Stops every process these helpers started and that is still running (afterAll). */

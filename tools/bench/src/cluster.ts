@@ -119,7 +119,10 @@ export async function readCounters(cluster: BenchCluster, database: string): Pro
   const client = await cluster.admin.connect();
   try {
     await client.query('SELECT pg_stat_clear_snapshot()');
-    const { rows } = await client.query(`SELECT xact_commit::bigint AS c FROM pg_stat_database WHERE datname = $1`, [database]);
+    const { rows } = await client.query(
+      `SELECT xact_commit::bigint AS c, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 AS wal FROM pg_stat_database WHERE datname = $1`,
+      [database],
+    );
     let walFsyncs: number | null = null;
     try {
       const wal = await client.query(`SELECT coalesce(sum(fsyncs), 0)::bigint AS f FROM pg_stat_io WHERE object = 'wal'`);
@@ -127,8 +130,7 @@ export async function readCounters(cluster: BenchCluster, database: string): Pro
     } catch {
       walFsyncs = null;
     }
-    const lsn = await client.query(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 AS b`);
-    return { xactCommit: Number(rows[0]?.c ?? 0), walFsyncs, walBytes: Number(lsn.rows[0]?.b ?? 0) };
+    return { xactCommit: Number(rows[0]?.c ?? 0), walFsyncs, walBytes: Number(rows[0]?.wal ?? 0) };
   } finally {
     client.release();
   }

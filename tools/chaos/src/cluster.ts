@@ -7,7 +7,7 @@
 import { createWriteStream, readdirSync, readFileSync, type WriteStream } from 'node:fs';
 import path from 'node:path';
 import { startEmbeddedPostgres, freePort, type EmbeddedPostgres } from '@kairos/store';
-import { startAgentProcess, startCoordinatorProcess, type ManagedProcess } from '@kairos/testing';
+import { isAlive, startAgentProcess, startCoordinatorProcess, type ManagedProcess } from '@kairos/testing';
 import { FaultProxy } from './proxy';
 
 export interface Timings {
@@ -407,17 +407,6 @@ export function descendantsOf(pid: number): number[] {
     }
   }
   return out;
-}
-
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    // A zombie still answers signal 0; look at its state.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
 }
 
 function signal(pid: number, name: NodeJS.Signals): void {
