@@ -7,7 +7,7 @@
 import { createPool } from '@kairos/store';
 import { createTestDatabase, type TestDatabase } from '@kairos/testing';
 import { UUID_V7_SQL } from './common';
-import { measureStatements } from './statement-cost';
+import { measureStatements, type Shape } from './statement-cost';
 
 describe('statement-cost probe', () => {
   let db: TestDatabase;
@@ -70,6 +70,19 @@ describe('statement-cost probe', () => {
     }
   });
 
+  it('reports the WAL each statement wrote, and no HOT update for the store\'s completion, which changes indexed columns', async () => {
+    const pool = createPool({ connectionString: db.url, max: 1 });
+    try {
+      const cost = await measureStatements(pool, { jobs: 300, batch: 100 });
+      // A claim writes at least its new row version (over 200 bytes), a completion too.
+      expect(cost.claimWalBytesPerJob).toBeGreaterThan(200);
+      expect(cost.completeWalBytesPerJob).toBeGreaterThan(200);
+      expect(cost.hotUpdates).toBe(0);
+    } finally {
+      await pool.end();
+    }
+  });
+
   it('refuses a pool of more than one connection, before touching the database', async () => {
     const pool = createPool({ connectionString: db.url, max: 2 });
     try {
@@ -78,6 +91,74 @@ describe('statement-cost probe', () => {
       await pool.end();
     }
     const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE payload ? 'd'`);
-    expect(rows[0].n).toBe(1300);
+    expect(rows[0].n).toBe(1600);
+  });
+
+  it('refuses a fill factor out of range and --held with a what-if shape, before touching the database', async () => {
+    const pool = createPool({ connectionString: db.url, max: 1 });
+    try {
+      await expect(measureStatements(pool, { jobs: 10, batch: 5, fillfactor: 5 })).rejects.toThrow(/--fillfactor/);
+      await expect(measureStatements(pool, { jobs: 10, batch: 5, held: 3, shape: 'hot' })).rejects.toThrow(/--held needs --shape kairos/);
+    } finally {
+      await pool.end();
+    }
+    const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE payload ? 'd'`);
+    expect(rows[0].n).toBe(1600);
+  });
+});
+
+/**
+ * The what-if shapes (`--shape`), each in a database of its own (`queue`
+ * changes the schema): each must do the work it stands for, or its figures
+ * price something else.
+ */
+describe('statement-cost probe, what-if shapes', () => {
+  const measure = async (shape: Shape, fillfactor: number) => {
+    const db = await createTestDatabase();
+    const pool = createPool({ connectionString: db.url, max: 1 });
+    try {
+      const cost = await measureStatements(pool, { jobs: 400, batch: 100, shape, fillfactor });
+      const { rows } = await db.pool.query(`SELECT state::text, count(*)::int AS n FROM jobs WHERE payload ? 'd' GROUP BY state ORDER BY state`);
+      const { rows: fill } = await db.pool.query(`SELECT reloptions FROM pg_class WHERE oid = 'jobs'::regclass`);
+      return { cost, states: rows, reloptions: fill[0].reloptions as string[] };
+    } finally {
+      await pool.end();
+      await db.drop();
+    }
+  };
+
+  it('hot: updates only unindexed columns, so with room on the page PostgreSQL makes most completions HOT', async () => {
+    const { cost, states, reloptions } = await measure('hot', 50);
+    expect(reloptions).toEqual(['fillfactor=50']);
+    expect(cost.jobs).toBe(400);
+    // The jobs stay CLAIMED (it is a floor, not a completion); at half-empty pages most updates stay in place.
+    expect(states).toEqual([{ state: 'CLAIMED', n: 400 }]);
+    expect(cost.hotUpdates).toBeGreaterThan(200);
+  });
+
+  it('delete: the completion removes the job rows', async () => {
+    const { cost, states } = await measure('delete', 100);
+    expect(cost.jobs).toBe(400);
+    expect(states).toEqual([]);
+    expect(cost.hotUpdates).toBe(0);
+  });
+
+  it('queue: the due and lease state live in their own table, which the completion empties; the job rows end COMPLETED', async () => {
+    const db = await createTestDatabase();
+    const pool = createPool({ connectionString: db.url, max: 1 });
+    try {
+      const cost = await measureStatements(pool, { jobs: 400, batch: 100, shape: 'queue', fillfactor: 70 });
+      expect(cost.jobs).toBe(400);
+      const { rows } = await db.pool.query(
+        `SELECT (SELECT count(*) FROM live)::int AS live,
+                (SELECT count(*) FROM jobs WHERE state = 'COMPLETED' AND run_finished_at IS NOT NULL AND attempt = 1)::int AS completed,
+                (SELECT count(*) FROM pg_indexes WHERE tablename = 'jobs')::int AS job_indexes`,
+      );
+      // The primary key and the idempotency index: nothing the completion's columns are in.
+      expect(rows[0]).toEqual({ live: 0, completed: 400, job_indexes: 2 });
+    } finally {
+      await pool.end();
+      await db.drop();
+    }
   });
 });
