@@ -26,7 +26,7 @@ export type {
   ReapResult,
   LeaseStatements,
 } from './lease';
-export { isJobId, MAX_ERROR_CHARS, CLAIM_SQL, DEFAULT_ABORT_GRACE_MS, MAX_BACKFILL_OCCURRENCES, WITHDRAW_HOLD_MS, leaseStatements } from './lease';
+export { isJobId, MAX_ERROR_CHARS, CLAIM_SQL, heldLeases, holderArrays, DEFAULT_ABORT_GRACE_MS, MAX_BACKFILL_OCCURRENCES, WITHDRAW_HOLD_MS, leaseStatements } from './lease';
 export { NO_JOB_RETRY, effectiveRetry, type AttemptOutcome, type JobRetry, type RetryPolicy } from './settle';
 export { ABORT_CHANNEL, WITHDRAW_CHANNEL, type ChangeHandlers, type ChangeListener } from './notifications';
 export { migrate, loadMigrations, MIGRATIONS_DIR, pendingMigrations } from './migrate';

@@ -113,22 +113,26 @@ describe('statement-cost probe', () => {
  * price something else.
  */
 describe('statement-cost probe, what-if shapes', () => {
-  const measure = async (shape: Shape, fillfactor: number) => {
+  /** Runs one shape in a new database and reads what it left there with `inspect`. */
+  const measure = async <T>(shape: Shape, fillfactor: number, inspect: (db: TestDatabase) => Promise<T>) => {
     const db = await createTestDatabase();
     const pool = createPool({ connectionString: db.url, max: 1 });
     try {
       const cost = await measureStatements(pool, { jobs: 400, batch: 100, shape, fillfactor });
-      const { rows } = await db.pool.query(`SELECT state::text, count(*)::int AS n FROM jobs WHERE payload ? 'd' GROUP BY state ORDER BY state`);
-      const { rows: fill } = await db.pool.query(`SELECT reloptions FROM pg_class WHERE oid = 'jobs'::regclass`);
-      return { cost, states: rows, reloptions: fill[0].reloptions as string[] };
+      return { cost, left: await inspect(db) };
     } finally {
       await pool.end();
       await db.drop();
     }
   };
+  const statesAndFill = async (db: TestDatabase) => {
+    const { rows } = await db.pool.query(`SELECT state::text, count(*)::int AS n FROM jobs WHERE payload ? 'd' GROUP BY state ORDER BY state`);
+    const { rows: fill } = await db.pool.query(`SELECT reloptions FROM pg_class WHERE oid = 'jobs'::regclass`);
+    return { states: rows, reloptions: fill[0].reloptions as string[] | null };
+  };
 
   it('hot: updates only unindexed columns, so with room on the page PostgreSQL makes most completions HOT', async () => {
-    const { cost, states, reloptions } = await measure('hot', 50);
+    const { cost, left: { states, reloptions } } = await measure('hot', 50, statesAndFill);
     expect(reloptions).toEqual(['fillfactor=50']);
     expect(cost.jobs).toBe(400);
     // The jobs stay CLAIMED (it is a floor, not a completion); at half-empty pages most updates stay in place.
@@ -137,28 +141,23 @@ describe('statement-cost probe, what-if shapes', () => {
   });
 
   it('delete: the completion removes the job rows', async () => {
-    const { cost, states } = await measure('delete', 100);
+    const { cost, left: { states } } = await measure('delete', 100, statesAndFill);
     expect(cost.jobs).toBe(400);
     expect(states).toEqual([]);
     expect(cost.hotUpdates).toBe(0);
   });
 
   it('queue: the due and lease state live in their own table, which the completion empties; the job rows end COMPLETED', async () => {
-    const db = await createTestDatabase();
-    const pool = createPool({ connectionString: db.url, max: 1 });
-    try {
-      const cost = await measureStatements(pool, { jobs: 400, batch: 100, shape: 'queue', fillfactor: 70 });
-      expect(cost.jobs).toBe(400);
+    const { cost, left } = await measure('queue', 70, async (db) => {
       const { rows } = await db.pool.query(
         `SELECT (SELECT count(*) FROM live)::int AS live,
                 (SELECT count(*) FROM jobs WHERE state = 'COMPLETED' AND run_finished_at IS NOT NULL AND attempt = 1)::int AS completed,
                 (SELECT count(*) FROM pg_indexes WHERE tablename = 'jobs')::int AS job_indexes`,
       );
-      // The primary key and the idempotency index: nothing the completion's columns are in.
-      expect(rows[0]).toEqual({ live: 0, completed: 400, job_indexes: 2 });
-    } finally {
-      await pool.end();
-      await db.drop();
-    }
+      return rows[0];
+    });
+    expect(cost.jobs).toBe(400);
+    // The primary key and the idempotency index: nothing the completion's columns are in.
+    expect(left).toEqual({ live: 0, completed: 400, job_indexes: 2 });
   });
 });

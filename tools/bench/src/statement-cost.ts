@@ -30,7 +30,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { Pool } from 'pg';
-import { createPool, createStore, migrate, type ClaimedJob } from '@kairos/store';
+import { createPool, createStore, heldLeases, holderArrays, migrate, type ClaimedJob, type HeldLeaseRef } from '@kairos/store';
 import { createDatabase, startCluster } from './cluster';
 import { UUID_V7_SQL } from './common';
 
@@ -82,15 +82,18 @@ async function cpuNs(pid: number): Promise<number> {
 export type Shape = 'kairos' | 'hot' | 'delete' | 'queue';
 export const SHAPES: readonly Shape[] = ['kairos', 'hot', 'delete', 'queue'];
 
-/** The holder match of the what-if completions, as the store's (lease/sql.ts heldLeases: state compared as text). */
-const HELD_MATCH = "j.id = h.id AND j.lease_generation = h.generation AND j.lease_owner = $3 AND j.state::text = 'CLAIMED'";
+/**
+ * The what-if completions name their batch as the store's do: its arrays (`holderArrays`, in job-id order) and
+ * its fenced match on jobs (`heldLeases`).
+ */
+const HELD = heldLeases(1);
 const HOT_COMPLETE_SQL = `
 UPDATE jobs j SET lease_token = NULL, run_worker_id = j.lease_owner, run_finished_at = now(), updated_at = now()
-FROM unnest($1::uuid[], $2::bigint[]) AS h(id, generation)
-WHERE ${HELD_MATCH}`;
+FROM ${HELD.from}
+WHERE ${HELD.match} AND ${HELD.claimed}`;
 const DELETE_COMPLETE_SQL = `
-DELETE FROM jobs j USING unnest($1::uuid[], $2::bigint[]) AS h(id, generation)
-WHERE ${HELD_MATCH}`;
+DELETE FROM jobs j USING ${HELD.from}
+WHERE ${HELD.match} AND ${HELD.claimed}`;
 const QUEUE_SCHEMA_SQL = `
 CREATE TABLE live (
   job_id uuid PRIMARY KEY, namespace text NOT NULL, task text NOT NULL, next_run_at timestamptz NOT NULL,
@@ -119,8 +122,8 @@ FROM claimed c JOIN jobs j ON j.id = c.job_id
 ORDER BY c.next_run_at`;
 const QUEUE_COMPLETE_SQL = `
 WITH ended AS (
-  DELETE FROM live l USING unnest($1::uuid[], $2::bigint[]) AS h(id, generation)
-  WHERE l.job_id = h.id AND l.lease_generation = h.generation AND l.lease_owner = $3 AND l.state = 'CLAIMED'
+  DELETE FROM live l USING ${HELD.from}
+  WHERE l.job_id = r.id AND l.lease_generation = r.generation AND l.lease_owner = r.owner AND l.state = 'CLAIMED'
   RETURNING l.job_id, l.lease_generation, l.attempt, l.run_id, l.run_started_at, l.lease_owner
 )
 UPDATE jobs j SET state = 'COMPLETED', next_run_at = NULL, lease_generation = e.lease_generation, attempt = e.attempt,
@@ -149,9 +152,9 @@ async function hotUpdatesOfJobs(pool: Pool): Promise<number> {
   return rows[0]!.hot;
 }
 
-interface Claimed {
-  ids: string[];
-  generations: number[];
+/** `--fillfactor`'s range: PostgreSQL's own for a table. */
+function checkFillfactor(fillfactor: number): void {
+  if (!Number.isInteger(fillfactor) || fillfactor < 10 || fillfactor > 100) throw new Error(`--fillfactor must be a whole number from 10 to 100 (got ${fillfactor})`);
 }
 
 /**
@@ -170,7 +173,7 @@ export async function measureStatements(
   const held = options.held ?? 0;
   if (held > 0 && shape !== 'kairos') throw new Error(`--held needs --shape kairos (got ${shape})`);
   const fillfactor = options.fillfactor ?? 100;
-  if (!Number.isInteger(fillfactor) || fillfactor < 10 || fillfactor > 100) throw new Error(`--fillfactor must be a whole number from 10 to 100 (got ${fillfactor})`);
+  checkFillfactor(fillfactor);
   if (shape === 'queue') await pool.query(QUEUE_SCHEMA_SQL);
   // 100 is the table's default: left as the migrations made it.
   if (fillfactor !== 100) await pool.query(`ALTER TABLE jobs SET (fillfactor = ${fillfactor})`);
@@ -193,10 +196,11 @@ export async function measureStatements(
     claimed += batch.length;
   }
 
-  const claim = async (): Promise<Claimed> => {
+  const heldBy = (jobId: string, leaseGeneration: number): HeldLeaseRef => ({ jobId, leaseGeneration, owner: OWNER, tokenId: null });
+  const claim = async (): Promise<HeldLeaseRef[]> => {
     if (shape === 'queue') {
       const { rows: claimedRows } = await pool.query<unknown[]>({ text: QUEUE_CLAIM_SQL, values: [TASK, options.batch, OWNER], rowMode: 'array' });
-      return { ids: claimedRows.map((row) => row[0] as string), generations: claimedRows.map((row) => Number(row[1])) };
+      return claimedRows.map((row) => heldBy(row[0] as string, Number(row[1])));
     }
     const jobs: ClaimedJob[] = await store.lease.claimDue({
       owner: OWNER,
@@ -206,18 +210,16 @@ export async function measureStatements(
       limit: options.batch,
       leaseMs: 10_000,
     });
-    return { ids: jobs.map((job) => job.jobId), generations: jobs.map((job) => job.leaseGeneration) };
+    return jobs.map((job) => heldBy(job.jobId, job.leaseGeneration));
   };
-  // Each returns how many of the batch it recorded; the batch comes in job-id order, as the store locks.
-  const complete = async ({ ids, generations }: Claimed): Promise<number> => {
+  // How many of the batch it recorded.
+  const complete = async (batch: HeldLeaseRef[]): Promise<number> => {
     if (shape === 'kairos') {
-      const results = await store.lease.complete(
-        ids.map((jobId, i) => ({ jobId, leaseGeneration: generations[i]!, owner: OWNER, tokenId: null, outcome: 'SUCCEEDED' as const })),
-      );
+      const results = await store.lease.complete(batch.map((lease) => ({ ...lease, outcome: 'SUCCEEDED' as const })));
       return results.filter((result) => result.kind === 'recorded').length;
     }
     const sql = shape === 'hot' ? HOT_COMPLETE_SQL : shape === 'delete' ? DELETE_COMPLETE_SQL : QUEUE_COMPLETE_SQL;
-    return (await pool.query(sql, [ids, generations, OWNER])).rowCount ?? 0;
+    return (await pool.query(sql, holderArrays(batch))).rowCount ?? 0;
   };
 
   const hotBefore = await hotUpdatesOfJobs(pool);
@@ -232,19 +234,17 @@ export async function measureStatements(
     const batch = await claim();
     const claimedAt = await cpuNs(pid);
     const walClaimed = await walPosition(pool);
-    if (batch.ids.length === 0) break;
-    const order = batch.ids.map((_, i) => i).sort((a, b) => (batch.ids[a]! < batch.ids[b]! ? -1 : 1));
-    const sorted = { ids: order.map((i) => batch.ids[i]!), generations: order.map((i) => batch.generations[i]!) };
+    if (batch.length === 0) break;
     const between = await cpuNs(pid);
-    const recorded = await complete(sorted);
+    const recorded = await complete(batch);
     const after = await cpuNs(pid);
     const walAfter = await walPosition(pool);
-    if (recorded !== sorted.ids.length) throw new Error(`a completion was not recorded (${recorded} of ${sorted.ids.length})`);
+    if (recorded !== batch.length) throw new Error(`a completion was not recorded (${recorded} of ${batch.length})`);
     claimNs += claimedAt - before;
     completeNs += after - between;
     claimWal += walClaimed - walBefore;
     completeWal += walAfter - walClaimed;
-    done += sorted.ids.length;
+    done += batch.length;
   }
   if (done !== options.jobs) throw new Error(`claimed ${done} of ${options.jobs} jobs`);
   return {
@@ -280,7 +280,7 @@ async function main(): Promise<void> {
   for (const shape of shapes) {
     if (!(SHAPES as readonly string[]).includes(shape)) throw new Error(`--shape: unknown shape "${shape}" (one or more of ${SHAPES.join(', ')})`);
   }
-  if (!Number.isInteger(fillfactor) || fillfactor < 10 || fillfactor > 100) throw new Error(`--fillfactor must be a whole number from 10 to 100`);
+  checkFillfactor(fillfactor);
   const cluster = await startCluster({ extraSettings: { autovacuum: 'off' } });
   try {
     // Shapes alternate inside each round, so the machine's drift spreads over all of them.

@@ -43,7 +43,7 @@ export type { ReleasedLease, ReleaseResult } from './release';
 export { WITHDRAW_HOLD_MS, type WithdrawOutcome, type WithdrawRequest } from './withdraw';
 export { DEFAULT_ABORT_GRACE_MS, type LeaseLostReason, type RenewResult } from './renew';
 export type { CompleteResult, CompletionReport, ReapResult } from './settlement';
-export { MAX_ERROR_CHARS } from './sql';
+export { MAX_ERROR_CHARS, heldLeases, holderArrays } from './sql';
 
 export interface LeaseStatements {
   claimDue(request: ClaimRequest): Promise<ClaimedJob[]>;
